@@ -1,0 +1,32 @@
+# Everything runs inside .venv at the repository root, installed from uv.lock.
+SHELL := /bin/bash
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
+UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
+RUN := $(UV) run --frozen --no-sync
+
+.PHONY: install test lint typecheck pytest demo bench-overhead clean
+
+# Install uv with pip when it is missing, then the locked environment (all extras).
+install: .venv/.installed
+.venv/.installed: pyproject.toml uv.lock
+	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
+	$(UV) sync --frozen --all-extras
+	@touch $@
+
+lint: install
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+
+typecheck: install
+	$(RUN) mypy
+
+pytest: install
+	$(RUN) pytest
+
+test: lint typecheck pytest
+
+bench-overhead: install
+	$(RUN) python -m pos_agent.perf.overhead
+
+clean:
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

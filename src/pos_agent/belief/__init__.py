@@ -1,1 +1,48 @@
-"""pos_agent.belief."""
+"""The belief state: data model, patches, record keys, projection and prompt rendering."""
+
+from pos_agent.belief.keys import Projection, focus_keys, project, world_keys
+from pos_agent.belief.model import (
+    GAP_KINDS,
+    SOURCES,
+    Belief,
+    Entity,
+    Gap,
+    GapKind,
+    Relation,
+    SourceKind,
+    State,
+    normalize_text,
+)
+from pos_agent.belief.patch import (
+    PATCH_OPS,
+    PatchOutcome,
+    RejectedOp,
+    apply_patch,
+    apply_patch_detailed,
+    select_active_gap,
+)
+from pos_agent.belief.render import render_belief
+
+__all__ = [
+    "GAP_KINDS",
+    "PATCH_OPS",
+    "SOURCES",
+    "Belief",
+    "Entity",
+    "Gap",
+    "GapKind",
+    "PatchOutcome",
+    "Projection",
+    "RejectedOp",
+    "Relation",
+    "SourceKind",
+    "State",
+    "apply_patch",
+    "apply_patch_detailed",
+    "focus_keys",
+    "normalize_text",
+    "project",
+    "render_belief",
+    "select_active_gap",
+    "world_keys",
+]

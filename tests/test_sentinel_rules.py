@@ -1,0 +1,307 @@
+"""Belief Sentinel rules: each rule fires on its case and stays quiet on the clean belief."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pos_agent.belief import Belief, Gap, Relation, State, apply_patch, apply_patch_detailed
+from pos_agent.sentinel import RULES, Finding, check_rules
+
+OBS = {
+    0: "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 1 and a microwave 1.",
+    1: 'You arrive at countertop 1. On the countertop 1, you see a mug 1.\nThe microwave 1 is closed.\nA note says "Handle with care"\nand nothing else.',
+}
+
+
+def base(ops: list[dict[str, Any]] | None = None) -> Belief:
+    belief, rejected = apply_patch(
+        Belief(goal="heat some mug and put it in cabinet", step=1),
+        [
+            {"op": "upsert_entity", "name": "mug 1"},
+            {"op": "upsert_entity", "name": "microwave 1", "type": "appliance"},
+            {"op": "upsert_entity", "name": "countertop 1", "type": "receptacle"},
+            {
+                "op": "upsert_relation",
+                "src": "mug 1",
+                "type": "on",
+                "dst": "countertop 1",
+                "evidence": [1],
+                "quote": "On the countertop 1, you see a mug 1.",
+            },
+            {
+                "op": "add_gap",
+                "kind": "achievement",
+                "text": "heat the mug",
+                "refs": ["mug 1"],
+                "activate": True,
+            },
+            *(ops or []),
+        ],
+    )
+    assert rejected == []
+    return belief
+
+
+def rules_of(findings: list[Finding]) -> set[str]:
+    return {f.rule for f in findings}
+
+
+def test_clean_belief_has_no_findings() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "closed",
+                "evidence": [1],
+                "quote": "the microwave 1 is CLOSED",
+            }
+        ]
+    )
+    assert check_rules(belief, OBS) == []
+
+
+def test_microwave_both_open_and_closed_is_flagged() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "open",
+                "confidence": 0.9,
+            },
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "status",
+                "value": "closed",
+                "confidence": 0.9,
+            },
+        ]
+    )
+    findings = [f for f in check_rules(belief, OBS) if f.rule == "internal_conflict"]
+    assert len(findings) == 1
+    assert findings[0].records[0] == "e2" and {"s1", "s2"} <= set(findings[0].records)
+
+
+def test_negated_and_location_values_are_not_conflicts() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "not open",
+            },
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "status",
+                "value": "closed",
+            },
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "location",
+                "value": "on countertop 1",
+            },
+            {"op": "upsert_state", "entity": "mug 1", "attribute": "power", "value": "off"},
+        ]
+    )
+    assert "internal_conflict" not in rules_of(check_rules(belief, OBS))
+
+
+def test_two_values_for_one_slot_in_one_patch() -> None:
+    patch = [
+        {"op": "upsert_state", "entity": "microwave 1", "attribute": "door", "value": "open"},
+        {"op": "upsert_state", "entity": "e2", "attribute": "Door", "value": "closed"},
+    ]
+    outcome = apply_patch_detailed(base(), patch)
+    findings = check_rules(outcome.belief, OBS, patch=patch, changed=outcome.changed)
+    conflict = [f for f in findings if f.rule == "slot_conflict"]
+    assert len(conflict) == 1 and conflict[0].records == ("e2",)
+    assert "open / closed" in conflict[0].reason
+
+
+def test_value_contradicting_the_cited_observation() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "open",
+                "evidence": [1],
+            }
+        ]
+    )
+    findings = [f for f in check_rules(belief, OBS) if f.rule == "contradicts_observation"]
+    assert len(findings) == 1 and findings[0].records == ("s1",) and findings[0].step == 1
+
+
+def test_observation_that_does_not_mention_the_entity_cannot_contradict() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "open",
+                "evidence": [0],
+            }
+        ]
+    )
+    assert "contradicts_observation" not in rules_of(check_rules(belief, OBS))
+
+
+def test_observed_record_without_evidence() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "colour",
+                "value": "red",
+                "source": "observed",
+            }
+        ]
+    )
+    findings = [f for f in check_rules(belief, OBS) if f.rule == "missing_evidence"]
+    assert [f.records for f in findings] == [("s1",)]
+
+
+def test_evidence_step_without_observation() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "colour",
+                "value": "red",
+                "evidence": [1],
+            }
+        ]
+    )
+    findings = check_rules(belief, {0: OBS[0]})
+    assert "evidence_unavailable" in rules_of(findings)
+
+
+def test_quote_not_found_in_cited_observation() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "temperature",
+                "value": "hot",
+                "evidence": [1],
+                "quote": "the mug 1 is hot",
+            }
+        ]
+    )
+    findings = [f for f in check_rules(belief, OBS) if f.rule == "quote_not_found"]
+    assert [f.records for f in findings] == [("s1",)]
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        'A note says "Handle with care"',
+        'a note says\n"handle   with care"\nand nothing else',
+        "A note says \u201cHandle with care\u201d",
+        "  on the countertop 1, you see a mug 1.  ",
+    ],
+)
+def test_quote_with_quotation_marks_or_newlines_is_found(quote: str) -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "label",
+                "value": "handle with care",
+                "evidence": [1],
+                "quote": quote,
+            }
+        ]
+    )
+    assert "quote_not_found" not in rules_of(check_rules(belief, OBS))
+
+
+def test_json_escaped_quote_is_not_matched_through_escaping() -> None:
+    # The model must quote the text, not its JSON encoding.
+    escaped = 'A note says \\"Handle with care\\"'
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "label",
+                "value": "x",
+                "evidence": [1],
+                "quote": escaped,
+            }
+        ]
+    )
+    assert "quote_not_found" in rules_of(check_rules(belief, OBS))
+
+
+def test_dangling_ids_confidence_range_and_inactive_gap() -> None:
+    belief = base()
+    broken = Belief(
+        goal=belief.goal,
+        entities=belief.entities,
+        states={"s7": State("s7", "e9", "door", "open", 1.4)},
+        relations={"r7": Relation("r7", "e1", "in", "s99", 0.5)},
+        gaps={
+            **belief.gaps,
+            "g5": Gap("g5", "epistemic", "why", refs=("e42",)),
+            "g6": Gap("g6", "epistemic", "done", resolved_at=1),
+        },
+        active_gap_id="g6",
+        step=1,
+    )
+    findings = check_rules(broken, OBS)
+    assert rules_of(findings) >= {"dangling_id", "confidence_range", "active_gap_not_open"}
+    dangling = {f.records for f in findings if f.rule == "dangling_id"}
+    assert dangling == {("s7",), ("r7",), ("g5",)}
+    missing_gap = Belief(goal="g", active_gap_id="g3")
+    assert [f.rule for f in check_rules(missing_gap, {})] == ["active_gap_not_open"]
+
+
+def test_changed_scope_limits_record_rules() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "colour",
+                "value": "red",
+                "source": "observed",
+            }
+        ]
+    )
+    assert "missing_evidence" in rules_of(check_rules(belief, OBS))
+    assert "missing_evidence" not in rules_of(check_rules(belief, OBS, changed={"r1"}))
+    assert "missing_evidence" in rules_of(check_rules(belief, OBS, changed={"s1"}))
+
+
+def test_every_rule_is_named_and_findings_serialize() -> None:
+    belief = base(
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "colour",
+                "value": "red",
+                "source": "observed",
+            }
+        ]
+    )
+    for finding in check_rules(belief, OBS):
+        assert finding.rule in RULES
+        assert finding.to_dict()["records"] == list(finding.records)

@@ -1,0 +1,219 @@
+"""Recovery constraints (Eq. 7): pattern constraint + gap constraint, and the release rule.
+
+A constraint is built from a `HealthReport` of a trapped window, the window's transitions and
+the current belief. In soft mode (the paper) it is only shown to the policy; in hard mode its
+forbidden actions are also taken out of the admissible list (never emptying it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pos_agent.belief.keys import project
+from pos_agent.belief.model import Belief, id_order
+from pos_agent.health.distance import WorldKeys
+from pos_agent.health.window import GapKind, HealthConfig, HealthReport, TrapPattern
+
+RecoveryMode = Literal["soft", "hard", "both"]
+MAX_RECENT = 4  # paper Table 8: up to 4 recent no-progress transitions in recovery
+MAX_ENTITIES = 8
+GENERIC_LINE = "You seem stuck. Step back and try a different approach."
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One step of the episode as the recovery logic sees it."""
+
+    step: int
+    action: str
+    observation: str
+    progress: int
+    state_before: int | None = None
+    """A fingerprint of the full world before the action (`world_fingerprint`), if known."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "action": self.action,
+            "observation": self.observation,
+            "progress": self.progress,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryConstraint:
+    """What the policy is told (and, in hard mode, kept from doing) while trapped."""
+
+    pattern: TrapPattern | None
+    blocked: GapKind | None
+    active_gap_id: str | None
+    instructions: tuple[str, ...]
+    forbidden_actions: tuple[str, ...]
+    relevant_entities: tuple[str, ...]
+    recent_transitions: tuple[Transition, ...]
+    health: float
+    entity_names: tuple[str, ...] = ()
+
+    def render(self) -> str:
+        """The constraint as prompt text."""
+        label = self.pattern or "no clear pattern"
+        blocked = f", {self.blocked} gap blocked" if self.blocked else ""
+        lines = [f"RECOVERY (belief health {self.health:.2f}; trapped: {label}{blocked})"]
+        lines += [f"- {line}" for line in self.instructions]
+        if self.relevant_entities:
+            named = ", ".join(
+                f"{i} {n}".strip()
+                for i, n in zip(self.relevant_entities, self.entity_names, strict=False)
+            )
+            lines.append(f"Relevant entities: {named}")
+        if self.recent_transitions:
+            lines.append("Recent steps without progress:")
+            lines += [
+                f"- step {t.step}: {t.action} -> {_clip(t.observation)}"
+                for t in self.recent_transitions
+            ]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "blocked": self.blocked,
+            "active_gap_id": self.active_gap_id,
+            "instructions": list(self.instructions),
+            "forbidden_actions": list(self.forbidden_actions),
+            "relevant_entities": list(self.relevant_entities),
+            "recent_transitions": [t.to_dict() for t in self.recent_transitions],
+            "health": self.health,
+        }
+
+
+def world_fingerprint(keys: WorldKeys) -> int:
+    """An in-process fingerprint of a world's key sets (frozenset hashes are cached by Python)."""
+    return hash((keys.entities, keys.states, keys.relations))
+
+
+def compose_recovery(
+    report: HealthReport,
+    transitions: Sequence[Transition],
+    belief: Belief,
+    *,
+    current_state: int | None = None,
+    max_recent: int = MAX_RECENT,
+) -> RecoveryConstraint:
+    """The factorized constraint for a trapped window (Eq. 7)."""
+    gap = belief.active_gap
+    gap_label = f'{gap.id} "{gap.text}"' if gap else "the goal"
+    forbidden = _forbidden(report, transitions, current_state)
+    instructions: list[str] = []
+    if report.pattern == "static":
+        quoted = ", ".join(f'"{a}"' for a in forbidden)
+        instructions.append(
+            f"Your recent actions changed nothing. Do not repeat {quoted} in this unchanged state."
+        )
+    elif report.pattern == "cycle":
+        instructions.append(
+            f"You are going round a loop of period {report.lag}. "
+            f'Do not take "{forbidden[0]}" again: it closes the loop.'
+            if forbidden
+            else f"You are going round a loop of period {report.lag}: break it."
+        )
+    elif report.pattern == "drift":
+        instructions.append(
+            f"Your actions keep changing things unrelated to the active gap {gap_label}. "
+            "Tie every next action directly to that gap."
+        )
+    else:
+        instructions.append(GENERIC_LINE)
+    if report.blocked == "epistemic":
+        hypotheses = "; ".join(g.text for g in belief.open_gaps if g.kind == "epistemic")
+        instructions.append(
+            "Your next actions must acquire evidence that discriminates between the open "
+            f"hypotheses ({hypotheses})."
+            if hypotheses
+            else "Your next actions must acquire new, discriminating evidence."
+        )
+    elif report.blocked == "achievement":
+        instructions.append(
+            f"Your next actions must produce a goal-relevant state change for {gap_label}."
+        )
+    if gap is not None:
+        instructions.append(f"Keep working on the active gap {gap.id} until it is resolved.")
+    entities = sorted(project(belief, belief.active_gap_id).entities, key=id_order)[:MAX_ENTITIES]
+    recent = tuple(t for t in transitions if t.progress == 0)[-max_recent:]
+    return RecoveryConstraint(
+        pattern=report.pattern,
+        blocked=report.blocked,
+        active_gap_id=gap.id if gap else None,
+        instructions=tuple(instructions),
+        forbidden_actions=tuple(forbidden),
+        relevant_entities=tuple(entities),
+        recent_transitions=recent,
+        health=report.health,
+        entity_names=tuple(belief.entities[i].name for i in entities),
+    )
+
+
+def generic_recovery(report: HealthReport, belief: Belief) -> RecoveryConstraint:
+    """The `generic_recovery` ablation: one "you seem stuck" line, nothing factorized."""
+    return RecoveryConstraint(
+        pattern=report.pattern,
+        blocked=report.blocked,
+        active_gap_id=belief.active_gap_id,
+        instructions=(GENERIC_LINE,),
+        forbidden_actions=(),
+        relevant_entities=(),
+        recent_transitions=(),
+        health=report.health,
+    )
+
+
+def should_release(report: HealthReport, config: HealthConfig) -> bool:
+    """Constraints are released once health recovers above theta_H."""
+    return report.ready and report.health > config.theta_h
+
+
+def allowed_actions(admissible: Sequence[str], constraint: RecoveryConstraint | None) -> list[str]:
+    """Hard mode: the admissible actions minus the forbidden ones, never an empty list."""
+    if constraint is None or not constraint.forbidden_actions:
+        return list(admissible)
+    banned = {_normalize_action(a) for a in constraint.forbidden_actions}
+    kept = [a for a in admissible if _normalize_action(a) not in banned]
+    return kept or list(admissible)
+
+
+def _forbidden(
+    report: HealthReport, transitions: Sequence[Transition], current_state: int | None
+) -> list[str]:
+    if not transitions:
+        return []
+    if report.pattern == "static":
+        # The no-progress actions taken in this very state (or, without fingerprints, the
+        # trailing run of no-progress actions).
+        actions: list[str] = []
+        for t in reversed(transitions):
+            if t.progress:
+                break
+            if (
+                current_state is not None
+                and t.state_before is not None
+                and t.state_before != current_state
+            ):
+                continue
+            if t.action not in actions:
+                actions.append(t.action)
+        return actions[:MAX_RECENT]
+    if report.pattern == "cycle" and report.lag and len(transitions) >= report.lag:
+        # With period k the loop repeats a_{t+1} = a_{t+1-k}: that action closes it.
+        return [transitions[-report.lag].action]
+    return []
+
+
+def _normalize_action(action: str) -> str:
+    return " ".join(action.lower().split())
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

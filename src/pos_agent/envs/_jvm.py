@@ -1,0 +1,68 @@
+"""Starting and stopping the Java backends (ScienceWorld, TextWorldExpress) through py4j."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+from typing import Any
+
+from pos_agent.envs._types import EnvError
+
+# Seconds to wait for the JVM to exit by itself after the gateway is shut down.
+_EXIT_GRACE = 5.0
+
+
+def require_java(env_name: str) -> None:
+    """Fail early, with the fix, when no `java` is on PATH."""
+    if shutil.which("java") is None:
+        raise EnvError(
+            f"{env_name} runs on Java, but no `java` executable was found on PATH. "
+            "Install a Java runtime (Debian/Ubuntu: `apt-get install default-jre-headless`) "
+            "and try again."
+        )
+
+
+def crash_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the JVM or the py4j link broke."""
+    from py4j.protocol import Py4JError
+
+    return (Py4JError, OSError)
+
+
+def java_process(backend: Any) -> subprocess.Popen[bytes] | None:
+    """The JVM process a ScienceWorld/TextWorldExpress backend launched, if any."""
+    gateway = getattr(backend, "_gateway", None)
+    process = getattr(gateway, "java_process", None)
+    return process if isinstance(process, subprocess.Popen) else None
+
+
+def stop_backend(backend: Any) -> None:
+    """Shut a backend's gateway down and make sure the JVM it started has exited."""
+    process = java_process(backend)
+    # The gateway may already be gone (crashed JVM); the process itself is handled below.
+    with contextlib.suppress(Exception):
+        backend.close()
+    # After a crash py4j still believes it is connected, so every JavaObject finalizer would
+    # try to reach the dead JVM and log a traceback from whatever code the garbage collector
+    # interrupts (on Python 3.11 that can even break an `ast.parse` running at that moment).
+    client = getattr(getattr(backend, "_gateway", None), "_gateway_client", None)
+    if client is not None:
+        client.is_connected = False
+    if process is None:
+        return
+    try:
+        process.wait(timeout=_EXIT_GRACE)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            process.wait(timeout=_EXIT_GRACE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=_EXIT_GRACE)
+    # The package's own __del__ calls close() again; make that a no-op once we are done.
+    backend.close = _already_closed
+
+
+def _already_closed() -> None:
+    return None

@@ -1,0 +1,138 @@
+"""Environment names, task listings and the `make_env` factory.
+
+Backends are imported only when an environment is made, so listing tasks and importing
+`pos_agent.envs` never start a JVM or load a planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pos_agent.envs._types import EnvError, Environment, TaskSpec
+
+ENV_NAMES = ("alfworld", "alfworld-mini", "scienceworld", "textworld-express")
+_ALIASES = {
+    "alfworld_mini": "alfworld-mini",
+    "alfworldmini": "alfworld-mini",
+    "sciworld": "scienceworld",
+    "science-world": "scienceworld",
+    "textworld_express": "textworld-express",
+    "textworldexpress": "textworld-express",
+    "twx": "textworld-express",
+}
+# Options each environment accepts besides max_steps, split and seed.
+_OPTIONS: dict[str, set[str]] = {
+    "alfworld": {"expert"},
+    "alfworld-mini": {"expert"},
+    "scienceworld": {"simplifications"},
+    "textworld-express": {"game_params"},
+}
+
+
+def canonical_env(env: str) -> str:
+    """The registered name for an environment name or alias."""
+    key = env.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in ENV_NAMES:
+        raise EnvError(f"Unknown environment {env!r}; use one of {', '.join(ENV_NAMES)}.")
+    return key
+
+
+def list_envs() -> list[str]:
+    """Names accepted by `make_env` and `list_tasks`."""
+    return list(ENV_NAMES)
+
+
+def list_tasks(env: str, split: str | None = None) -> list[TaskSpec]:
+    """The tasks of one environment and split (the environment's default split if None).
+
+    For `alfworld` this raises EnvError naming `alfworld-download` when the data are missing.
+    """
+    name = canonical_env(env)
+    if name in ("alfworld", "alfworld-mini"):
+        from pos_agent.envs.alfworld import list_mini_tasks, list_official_tasks
+
+        return list_mini_tasks(split) if name == "alfworld-mini" else list_official_tasks(split)
+    if name == "scienceworld":
+        from pos_agent.envs.scienceworld import list_scienceworld_tasks
+
+        return list_scienceworld_tasks(split)
+    from pos_agent.envs.textworld_express import list_twx_tasks
+
+    return list_twx_tasks(split)
+
+
+def make_env(
+    env: str,
+    task: str,
+    *,
+    max_steps: int | None = None,
+    split: str | None = None,
+    seed: int | None = None,
+    **options: Any,
+) -> Environment:
+    """Create one task instance; close it (or use it as a context manager) when done.
+
+    `max_steps` is the step budget (defaults: ALFWorld 50, ScienceWorld 100,
+    TextWorldExpress 100). `seed` selects the instance where the benchmark has several
+    (ScienceWorld variation, TextWorldExpress seed); ALFWorld games are fixed by `task`.
+    Options: ALFWorld `expert` (bool, compute the planner expert; default True);
+    ScienceWorld `simplifications` (the package's comma-separated string);
+    TextWorldExpress `game_params` (dict or "key=value,..." string).
+    """
+    name = canonical_env(env)
+    unknown = set(options) - _OPTIONS[name]
+    if unknown:
+        accepted = ", ".join(sorted(_OPTIONS[name])) or "none"
+        raise EnvError(
+            f"Unknown option(s) for {name}: {', '.join(sorted(unknown))}; accepted: {accepted}."
+        )
+    builders: dict[str, Callable[[], Environment]] = {
+        "alfworld": lambda: _make_alfworld(name, task, split, seed, max_steps, options),
+        "alfworld-mini": lambda: _make_alfworld(name, task, split, seed, max_steps, options),
+        "scienceworld": lambda: _make_scienceworld(task, split, seed, max_steps, options),
+        "textworld-express": lambda: _make_twx(task, split, seed, max_steps, options),
+    }
+    return builders[name]()
+
+
+def _make_alfworld(
+    name: str,
+    task: str,
+    split: str | None,
+    seed: int | None,
+    max_steps: int | None,
+    options: dict[str, Any],
+) -> Environment:
+    from pos_agent.envs.alfworld import make_alfworld_env
+
+    # ALFWorld games are deterministic: a seed has nothing to select, so it is ignored.
+    del seed
+    return make_alfworld_env(
+        name, task, split=split, max_steps=max_steps, expert=bool(options.get("expert", True))
+    )
+
+
+def _make_scienceworld(
+    task: str, split: str | None, seed: int | None, max_steps: int | None, options: dict[str, Any]
+) -> Environment:
+    from pos_agent.envs.scienceworld import ScienceWorldEnvironment
+
+    return ScienceWorldEnvironment(
+        task,
+        split=split,
+        seed=seed,
+        max_steps=max_steps,
+        simplifications=str(options.get("simplifications", "")),
+    )
+
+
+def _make_twx(
+    task: str, split: str | None, seed: int | None, max_steps: int | None, options: dict[str, Any]
+) -> Environment:
+    from pos_agent.envs.textworld_express import TextWorldExpressEnvironment
+
+    return TextWorldExpressEnvironment(
+        task, split=split, seed=seed, max_steps=max_steps, game_params=options.get("game_params")
+    )

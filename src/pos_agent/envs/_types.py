@@ -1,0 +1,83 @@
+"""The environment interface every benchmark adapter implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, runtime_checkable
+
+TaskKind = Literal["execution", "diagnosis"]
+
+
+class EnvError(Exception):
+    """A usage or set-up problem: unknown environment or task, missing data, bad option.
+
+    The message always says what to do about it.
+    """
+
+
+class InfrastructureError(Exception):
+    """The backend itself failed (e.g. its Java process died); the episode must not be scored.
+
+    The adapter has already restarted the backend when this is raised: call `reset()` to run
+    the case again.
+    """
+
+
+@dataclass
+class Observation:
+    """What the agent sees after `reset()` or `step()`.
+
+    `score` is the environment's own progress score (ScienceWorld 0-100, the others 0-1; the
+    scale is in `info["max_score"]`). `info` carries, when known: `task_category`,
+    `expert_action` (the environment's expert/gold next action), `invalid_action`, `error`,
+    `steps_used`, `budget`, `budget_exhausted`.
+    """
+
+    text: str
+    admissible_actions: list[str] | None = None
+    tools: list[dict[str, Any]] | None = None
+    done: bool = False
+    success: bool = False
+    score: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """One task instance: reset, then step until `done`; close when finished.
+
+    Usable as a context manager (closing on exit); `close()` is idempotent.
+    """
+
+    name: str
+    task_id: str
+    goal: str
+    kind: TaskKind
+    max_steps: int
+
+    def reset(self) -> Observation: ...
+
+    def step(self, action: str) -> Observation: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task an environment offers (what `list_tasks` returns)."""
+
+    env: str
+    task_id: str
+    category: str
+    split: str
+    description: str

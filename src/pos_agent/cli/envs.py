@@ -1,0 +1,239 @@
+"""`pos envs` lists environments and tasks; `pos play` plays one, as a person or as the expert."""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import closing
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pos_agent.agents.expert import run_expert
+from pos_agent.cli.app import app
+from pos_agent.envs import (
+    EnvError,
+    Environment,
+    InfrastructureError,
+    Observation,
+    list_envs,
+    list_tasks,
+    make_env,
+)
+from pos_agent.envs._registry import canonical_env
+
+# Exit codes of `pos play`.
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_SETUP_ERROR = 2
+EXIT_INFRASTRUCTURE_ERROR = 3
+EXIT_INTERRUPTED = 130
+
+# A person can read this many numbered actions; longer lists are shown on request.
+_SHOWN_ACTIONS = 30
+_QUIT_WORDS = {"quit", "exit", "q"}
+
+
+@app.command("envs")
+def envs_command(
+    env: Annotated[
+        str | None, typer.Argument(help="Only this environment (lists every task).")
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Split to list (default: the environment's).")
+    ] = None,
+) -> None:
+    """List the environments and their tasks."""
+    console = Console()
+    try:
+        names = [canonical_env(env)] if env else list_envs()
+    except EnvError as exc:
+        console.print(Text(str(exc), style="red"))
+        raise typer.Exit(EXIT_SETUP_ERROR) from exc
+    table = Table(title="PoS environments", show_lines=False)
+    for column in ("Environment", "Split", "Task", "Category"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Description", overflow="fold", min_width=30)
+    problems: list[str] = []
+    for name in names:
+        try:
+            specs = list_tasks(name, split)
+        except EnvError as exc:
+            table.add_row(name, split or "-", "-", "-", Text("unavailable (see below)", "yellow"))
+            problems.append(f"{name}: {exc}")
+            continue
+        if name == "alfworld" and env is None:
+            # The official splits hold hundreds of games: summarize unless asked for them.
+            counts = Counter(spec.category for spec in specs)
+            summary = ", ".join(f"{category} {n}" for category, n in sorted(counts.items()))
+            table.add_row(
+                name,
+                specs[0].split,
+                f"{len(specs)} games",
+                summary,
+                "`pos envs alfworld` lists them",
+            )
+            continue
+        for spec in specs:
+            table.add_row(spec.env, spec.split, spec.task_id, spec.category, spec.description)
+    console.print(table)
+    for problem in problems:
+        console.print(Text(problem, style="yellow"))
+
+
+@app.command("play")
+def play_command(
+    env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini.")],
+    task: Annotated[str, typer.Argument(help="Task, e.g. heat-mug, boil, cookingworld.")],
+    expert: Annotated[
+        bool, typer.Option("--expert", help="Let the expert play; exit 0 only on success.")
+    ] = False,
+    split: Annotated[str | None, typer.Option(help="Split (default: the environment's).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Instance: ScienceWorld variation or TextWorldExpress seed."),
+    ] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Step budget.")] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-o",
+            help="Environment option KEY=VALUE, e.g. -o game_params=numLocations=3.",
+        ),
+    ] = None,
+) -> None:
+    """Play a task in the terminal (numbered choice or free text; `quit` to stop)."""
+    console = Console()
+    try:
+        options = _parse_options(option or [])
+        environment = make_env(env, task, max_steps=max_steps, split=split, seed=seed, **options)
+    except EnvError as exc:
+        console.print(Text(str(exc), style="red"))
+        raise typer.Exit(EXIT_SETUP_ERROR) from exc
+    with closing(environment):
+        try:
+            if expert:
+                code = _play_expert(console, environment)
+            else:
+                code = _play_human(console, environment)
+        except InfrastructureError as exc:
+            console.print(Text(str(exc), style="red"))
+            code = EXIT_INFRASTRUCTURE_ERROR
+        except EnvError as exc:
+            console.print(Text(str(exc), style="red"))
+            code = EXIT_SETUP_ERROR
+        except KeyboardInterrupt:
+            console.print(Text("\nStopped.", style="yellow"))
+            code = EXIT_INTERRUPTED
+    raise typer.Exit(code)
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise EnvError(f"Bad --option {pair!r}: write KEY=VALUE.")
+        options[key.strip()] = _option_value(raw.strip())
+    return options
+
+
+def _option_value(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+def _print_header(console: Console, environment: Environment) -> None:
+    console.rule(Text(f"{environment.name} / {environment.task_id}", style="bold"))
+
+
+def _print_outcome(console: Console, observation: Observation, steps: int) -> int:
+    style = "bold green" if observation.success else "bold red"
+    verdict = "SUCCESS" if observation.success else "FAILURE"
+    console.print(
+        Text(f"{verdict} after {steps} steps (score {observation.score:g}).", style=style)
+    )
+    return EXIT_SUCCESS if observation.success else EXIT_FAILURE
+
+
+def _play_expert(console: Console, environment: Environment) -> int:
+    _print_header(console, environment)
+    last: list[Observation] = []
+
+    def start(observation: Observation) -> None:
+        console.print(Text(observation.text))
+
+    def show(action: str, observation: Observation) -> None:
+        last[:] = [observation]
+        number = observation.info.get("steps_used", "?")
+        console.print(Text(f"{number:>3}. {action}", style="bold cyan"))
+        console.print(Text(observation.text), style="dim")
+
+    outcome = run_expert(environment, on_reset=start, on_step=show)
+    if outcome.error and not outcome.success:
+        console.print(Text(outcome.error, style="yellow"))
+    if last:
+        return _print_outcome(console, last[0], outcome.steps)
+    console.print(Text("FAILURE: the expert took no step.", style="bold red"))
+    return EXIT_FAILURE
+
+
+def _show_actions(console: Console, actions: list[str], *, everything: bool) -> None:
+    shown = actions if everything else actions[:_SHOWN_ACTIONS]
+    for number, action in enumerate(shown, start=1):
+        console.print(Text(f"  {number:>3}. {action}"))
+    if len(shown) < len(actions):
+        console.print(
+            Text(
+                f"  ... {len(actions) - len(shown)} more: type 'actions' to list them all.",
+                style="dim",
+            )
+        )
+
+
+def _play_human(console: Console, environment: Environment) -> int:
+    _print_header(console, environment)
+    observation = environment.reset()
+    console.print(Text(observation.text))
+    console.print(
+        Text("Type a number or an action; 'actions' lists them all; 'quit' stops.", style="dim")
+    )
+    steps = 0
+    fresh = True  # list the actions once per new observation, not after every keystroke
+    while not observation.done:
+        actions = observation.admissible_actions or []
+        if actions and fresh:
+            _show_actions(console, actions, everything=False)
+        fresh = False
+        try:
+            line = input("> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print(Text("\nStopped.", style="yellow"))
+            return EXIT_INTERRUPTED
+        if line.lower() in _QUIT_WORDS:
+            console.print(Text("Stopped.", style="yellow"))
+            return EXIT_FAILURE
+        if line.lower() == "actions":
+            _show_actions(console, actions, everything=True)
+            continue
+        if line.isdigit():
+            index = int(line) - 1
+            if not 0 <= index < len(actions):
+                console.print(Text(f"No action numbered {line}.", style="yellow"))
+                continue
+            line = actions[index]
+        observation = environment.step(line)
+        steps += 1
+        fresh = True
+        style = "yellow" if observation.info.get("invalid_action") else ""
+        console.print(Text(f"[{steps}/{environment.max_steps}] {line}", style="bold cyan"))
+        console.print(Text(observation.text, style=style))
+    return _print_outcome(console, observation, steps)

@@ -387,7 +387,6 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--window-size=1400,2000",
 ]
 
 
@@ -407,12 +406,14 @@ def test_real_trace_renders_in_headless_chromium(heat_mug_case: Path, tmp_path: 
     url = page.resolve().as_uri()
     profile = [f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(
-        [binary, *CHROMIUM_FLAGS, *profile, "--dump-dom", url],
+        # A short window: the selected step lies below the fold, and the page must not scroll.
+        [binary, *CHROMIUM_FLAGS, *profile, "--window-size=1400,900", "--dump-dom", url],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-rendered="ok"' in dom.stdout, "the script ran to its end"
     assert "data-js-error" not in dom.stdout
+    assert 'data-scroll-y="0"' in dom.stdout, "only the timeline panel scrolls to the step"
     health = re.search(r'<svg[^>]*id="health-svg"[^>]*data-points="(\d+)"', dom.stdout)
     assert health and int(health.group(1)) >= 5, "the H chart has its points"
     assert 'class="trap-mark"' in dom.stdout, "trapped steps are marked"
@@ -422,7 +423,7 @@ def test_real_trace_renders_in_headless_chromium(heat_mug_case: Path, tmp_path: 
 
     shot = tmp_path / "view.png"
     taken = subprocess.run(
-        [binary, *CHROMIUM_FLAGS, *profile, f"--screenshot={shot}", url],
+        [binary, *CHROMIUM_FLAGS, *profile, "--window-size=1400,2000", f"--screenshot={shot}", url],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]

@@ -1,0 +1,75 @@
+"""What a backend implements: one raw generation, with errors classified for the retry loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from pos_agent.llm._structured import JsonSchema
+from pos_agent.llm._types import Message, Usage
+
+BackendErrorKind = Literal["transport", "timeout", "config"]
+
+
+class BackendError(Exception):
+    """A backend call that failed before producing output.
+
+    `retryable` marks the transient ones (timeouts, 429, 5xx, dropped connections);
+    `retry_after_s` carries a server's Retry-After hint. Messages must not contain secrets.
+    """
+
+    def __init__(
+        self,
+        kind: BackendErrorKind,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: BackendErrorKind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One backend call. `schema` is set when the reply must be a JSON object of that shape."""
+
+    messages: tuple[Message, ...]
+    schema: JsonSchema | None
+    schema_name: str | None
+    max_tokens: int
+    temperature: float
+    seed: int
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """What a backend produced. `truncated` means generation stopped at max_tokens."""
+
+    text: str
+    usage: Usage
+    truncated: bool = False
+
+
+class Backend(Protocol):
+    """A way to run one generation; `ReliableModel` adds retries, repairs and the cache.
+
+    `name`, `model_id` and `base_url` identify the backend in cache keys: `model_id` must be
+    stable across machines (a file name and size, not an absolute path) and `base_url` must
+    carry no credentials.
+    """
+
+    name: str
+    model_id: str
+    base_url: str | None
+
+    def generate(self, request: GenerationRequest) -> RawReply: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count for backends that report none (about four characters a token)."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,69 @@
+"""Settings shared by every backend, with the environment variables they fall back to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+CacheMode = Literal["off", "read", "write", "readwrite"]
+
+DEFAULT_CACHE_PATH = Path(".pos-cache") / "llm.sqlite"
+DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+
+
+class ModelOptions(BaseModel):
+    """How to reach, run and retry a model. Every field has a safe default."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    base_url: str | None = None
+    """OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 for vLLM. Falls back to
+    OPENAI_BASE_URL for `openai:` specs; `dashscope:` specs use DashScope's compatible mode."""
+
+    api_key: SecretStr | None = None
+    """API key; falls back to OPENAI_API_KEY (or DASHSCOPE_API_KEY for `dashscope:` specs).
+    Never written to caches, logs, traces or reprs."""
+
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Per-request timeout of network backends. The local model is bounded by max_tokens."""
+
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after a timeout, HTTP 429, HTTP 5xx or connection error (0 = try once)."""
+
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    """First retry waits up to this long; each further retry doubles the bound."""
+
+    backoff_cap_s: float = Field(default=20.0, ge=0)
+    """Upper bound of one retry wait (full jitter: the wait is uniform in [0, bound])."""
+
+    max_repairs: int = Field(default=2, ge=0)
+    """Repair turns after output that is empty, truncated or fails the schema."""
+
+    n_ctx: int = Field(default=8192, ge=512)
+    """Context window of local GGUF models, in tokens."""
+
+    n_threads: int | None = Field(default=None, ge=1)
+    """CPU threads of local GGUF models; None means one per core."""
+
+    seed: int = 0
+    """Sampling seed, passed to every backend that accepts one."""
+
+    cache_path: Path = DEFAULT_CACHE_PATH
+    """SQLite file of the response cache."""
+
+    cache_mode: CacheMode = "off"
+    """off: no cache; read: replay hits, never store; write: always call, store;
+    readwrite: replay hits, store misses."""
+
+    def threads(self) -> int:
+        return self.n_threads or os.cpu_count() or 1
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    if secret is None:
+        return None
+    value = secret.get_secret_value()
+    return value or None

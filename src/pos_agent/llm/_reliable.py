@@ -1,0 +1,308 @@
+"""The reliability layer every backend shares: cache, retries with backoff, repair turns."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ValidationError
+
+from pos_agent.llm._backend import Backend, BackendError, GenerationRequest, RawReply
+from pos_agent.llm._cache import CachedOutcome, CacheRequest, ResponseCache
+from pos_agent.llm._options import ModelOptions
+from pos_agent.llm._secrets import redact
+from pos_agent.llm._structured import (
+    JsonSchema,
+    OutputProblem,
+    interpret_output,
+    json_schema_of,
+    repair_turns,
+    schema_name_of,
+    with_schema_instruction,
+)
+from pos_agent.llm._types import Completion, Message, ModelFailure, Usage
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], None]
+
+# Output failures depend only on the request (and the model), so replaying them keeps a
+# recorded run identical; transport failures are the network's mood and are never recorded.
+_RECORDED_FAILURES = ("schema", "empty", "truncated")
+
+
+def backoff_delay(retry: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Full-jitter backoff: uniform in [0, min(cap, base * 2**retry)] for the retry-th retry."""
+    bound = min(cap_s, base_s * (2.0**retry))
+    return rng.uniform(0.0, bound)
+
+
+@dataclass
+class _Spent:
+    attempts: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class ReliableModel:
+    """A `Model` made of a backend plus the shared reliability logic.
+
+    `complete` returns a Completion or raises ModelFailure, never anything else: backend
+    errors, malformed output and storage problems all end as one of the two.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        spec: str,
+        options: ModelOptions | None = None,
+        cache: ResponseCache | None = None,
+        sleep: Sleep | None = None,
+        rng: random.Random | None = None,
+        secrets: Sequence[str | None] = (),
+    ) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.options = options or ModelOptions()
+        if cache is None and self.options.cache_mode != "off":
+            cache = ResponseCache(self.options.cache_path, self.options.cache_mode)
+        self.cache = cache
+        self._sleep: Sleep = sleep or time.sleep
+        self._rng = rng or random.Random()
+        self._secrets = tuple(s for s in secrets if s)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(spec={self.spec!r}, backend={self.backend!r})"
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion:
+        started = time.perf_counter()
+        try:
+            return self._complete(messages, schema, max_tokens, temperature, started)
+        except ModelFailure as failure:
+            failure.model = self.spec
+            failure.message = redact(failure.message, self._secrets)
+            if failure.last_text is not None:
+                failure.last_text = redact(failure.last_text, self._secrets)
+            failure.latency_s = time.perf_counter() - started
+            raise
+        except Exception as exc:
+            # Contract: nothing but ModelFailure leaves complete(), whatever a backend does.
+            message = redact(f"unexpected {type(exc).__name__}: {exc}", self._secrets)
+            raise ModelFailure(
+                "transport",
+                message,
+                model=self.spec,
+                latency_s=time.perf_counter() - started,
+            ) from None
+
+    def _complete(
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        max_tokens: int,
+        temperature: float,
+        started: float,
+    ) -> Completion:
+        _check_arguments(messages, max_tokens, temperature)
+        schema_json = _schema_json(schema)
+        request = CacheRequest(
+            backend=self.backend.name,
+            model=self.backend.model_id,
+            base_url=self.backend.base_url,
+            messages=tuple(messages),
+            schema=schema_json,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=self.options.seed,
+            max_repairs=self.options.max_repairs,
+        )
+        if self.cache is not None and self.cache.readable:
+            hit = self.cache.get(request.key())
+            if hit is not None:
+                replayed = self._replay(hit, schema, started)
+                if replayed is not None:
+                    return replayed
+
+        conversation = (
+            with_schema_instruction(messages, schema_json) if schema_json else list(messages)
+        )
+        spent = _Spent()
+        repairs = 0
+        while True:
+            generation = GenerationRequest(
+                messages=tuple(conversation),
+                schema=schema_json,
+                schema_name=schema_name_of(schema) if schema else None,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=self.options.seed,
+                attempt=spent.attempts,
+            )
+            reply = self._generate_with_retries(generation, spent)
+            verdict = interpret_output(reply.text, truncated=reply.truncated, schema=schema)
+            if not isinstance(verdict, OutputProblem):
+                completion = Completion(
+                    text=reply.text,
+                    parsed=verdict,
+                    usage=spent.usage,
+                    latency_s=time.perf_counter() - started,
+                    cached=False,
+                    repairs=repairs,
+                    model=self.spec,
+                )
+                self._store(request, completion, spent.attempts)
+                return completion
+            if repairs >= self.options.max_repairs:
+                failure = ModelFailure(
+                    verdict.kind,
+                    f"{verdict.detail} (after {repairs} repair turn(s); raise max_repairs or "
+                    "max_tokens, simplify the schema, or use a stronger model)",
+                    attempts=spent.attempts,
+                    last_text=reply.text,
+                    usage=spent.usage,
+                )
+                self._store_failure(request, failure, time.perf_counter() - started)
+                raise failure
+            repairs += 1
+            logger.info("%s: repair turn %d after %s output", self.spec, repairs, verdict.kind)
+            conversation.extend(
+                repair_turns(
+                    reply.text, verdict, max_tokens=max_tokens, structured=schema is not None
+                )
+            )
+
+    def _generate_with_retries(self, request: GenerationRequest, spent: _Spent) -> RawReply:
+        options = self.options
+        retry = 0
+        while True:
+            spent.attempts += 1
+            try:
+                reply = self.backend.generate(request)
+            except BackendError as error:
+                message = redact(error.message, self._secrets)
+                if not error.retryable or retry >= options.max_retries:
+                    exhausted = f" (gave up after {retry} retries)" if error.retryable else ""
+                    raise ModelFailure(
+                        error.kind,
+                        message + exhausted,
+                        attempts=spent.attempts,
+                        usage=spent.usage,
+                    ) from None
+                delay = backoff_delay(
+                    retry, base_s=options.backoff_base_s, cap_s=options.backoff_cap_s, rng=self._rng
+                )
+                if error.retry_after_s is not None:
+                    delay = max(delay, min(error.retry_after_s, options.backoff_cap_s))
+                logger.warning(
+                    "%s: %s; retry %d/%d in %.2fs",
+                    self.spec,
+                    message,
+                    retry + 1,
+                    options.max_retries,
+                    delay,
+                )
+                self._sleep(delay)
+                retry += 1
+                continue
+            spent.usage = spent.usage + reply.usage
+            return reply
+
+    def _replay(
+        self, hit: CachedOutcome, schema: type[BaseModel] | None, started: float
+    ) -> Completion | None:
+        if hit.failure_kind is not None:
+            raise ModelFailure(
+                hit.failure_kind,
+                hit.failure_message or "recorded failure",
+                attempts=hit.attempts,
+                last_text=hit.text,
+                usage=hit.usage,
+                cached=True,
+            )
+        parsed: BaseModel | None = None
+        if schema is not None:
+            try:
+                parsed = schema.model_validate(hit.parsed)
+            except ValidationError:
+                return None  # the row predates a validator change: answer afresh
+        return Completion(
+            text=hit.text or "",
+            parsed=parsed,
+            usage=hit.usage,
+            latency_s=time.perf_counter() - started,
+            cached=True,
+            repairs=hit.repairs,
+            model=self.spec,
+        )
+
+    def _store(self, request: CacheRequest, completion: Completion, attempts: int) -> None:
+        if self.cache is None or not self.cache.writable:
+            return
+        parsed = (
+            completion.parsed.model_dump(mode="json") if completion.parsed is not None else None
+        )
+        self.cache.put(
+            request,
+            CachedOutcome(
+                text=completion.text,
+                parsed=parsed,
+                usage=completion.usage,
+                repairs=completion.repairs,
+                attempts=attempts,
+                latency_s=completion.latency_s,
+            ),
+        )
+
+    def _store_failure(self, request: CacheRequest, failure: ModelFailure, latency: float) -> None:
+        if self.cache is None or not self.cache.writable:
+            return
+        if failure.kind not in _RECORDED_FAILURES:
+            return
+        self.cache.put(
+            request,
+            CachedOutcome(
+                text=redact(failure.last_text or "", self._secrets),
+                parsed=None,
+                usage=failure.usage,
+                repairs=self.options.max_repairs,
+                attempts=failure.attempts,
+                latency_s=latency,
+                failure_kind=failure.kind,
+                failure_message=redact(failure.message, self._secrets),
+            ),
+        )
+
+
+def _check_arguments(messages: Sequence[Message], max_tokens: int, temperature: float) -> None:
+    if not messages:
+        raise ModelFailure("config", "no messages given: pass at least one user message")
+    for message in messages:
+        if not isinstance(message, Message):
+            raise ModelFailure(
+                "config", f"messages must be Message instances, got {type(message).__name__}"
+            )
+        if message.role not in ("system", "user", "assistant"):
+            raise ModelFailure("config", f"unknown message role {message.role!r}")
+    if max_tokens < 1:
+        raise ModelFailure("config", f"max_tokens must be at least 1, got {max_tokens}")
+    if temperature < 0:
+        raise ModelFailure("config", f"temperature must be >= 0, got {temperature}")
+
+
+def _schema_json(schema: type[BaseModel] | None) -> JsonSchema | None:
+    if schema is None:
+        return None
+    try:
+        return json_schema_of(schema)
+    except Exception as exc:
+        raise ModelFailure("config", f"cannot build a JSON schema from {schema!r}: {exc}") from None

@@ -1,0 +1,126 @@
+"""The small vocabulary every backend speaks: messages, usage, completions, typed failures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar, get_args, runtime_checkable
+
+from pydantic import BaseModel
+
+Role = Literal["system", "user", "assistant"]
+FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
+
+# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper).
+ROLES: tuple[str, ...] = ("policy", "belief", "sentinel", "provider", "judge")
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by one or more backend calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass
+class Completion:
+    """A model's answer to one `complete` call.
+
+    `usage` and `latency_s` cover every backend call the answer took, repair turns and retries
+    included. `parsed` is a validated instance of the requested schema, or None when no schema
+    was asked for. `cached` is True when the answer was replayed from the response cache.
+    """
+
+    text: str
+    parsed: BaseModel | None
+    usage: Usage
+    latency_s: float
+    cached: bool
+    repairs: int
+    model: str
+
+    def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
+        """The parsed object, typed as `schema` (raises TypeError when it is something else)."""
+        if not isinstance(self.parsed, schema):
+            raise TypeError(
+                f"completion holds {type(self.parsed).__name__}, not {schema.__name__}; "
+                "pass that schema to complete()"
+            )
+        return self.parsed
+
+
+class ModelFailure(Exception):
+    """A model call that produced no usable answer; the only exception `complete` raises.
+
+    `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
+    never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
+    or model file). `usage` is what the failed attempts still cost.
+    """
+
+    def __init__(
+        self,
+        kind: FailureKind,
+        message: str,
+        *,
+        attempts: int = 0,
+        last_text: str | None = None,
+        usage: Usage | None = None,
+        latency_s: float = 0.0,
+        model: str = "",
+        cached: bool = False,
+    ) -> None:
+        super().__init__(kind, message)
+        self.kind: FailureKind = kind
+        self.message = message
+        self.attempts = attempts
+        self.last_text = last_text
+        self.usage = usage if usage is not None else Usage()
+        self.latency_s = latency_s
+        self.model = model
+        self.cached = cached
+
+    def __str__(self) -> str:
+        where = f" [{self.model}]" if self.model else ""
+        tries = f" after {self.attempts} attempt(s)" if self.attempts else ""
+        return f"{self.kind}{where}{tries}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"ModelFailure(kind={self.kind!r}, model={self.model!r}, attempts={self.attempts})"
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What the agents call. Implementations need not inherit from this."""
+
+    spec: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Completion: ...

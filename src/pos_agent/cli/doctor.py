@@ -1,0 +1,195 @@
+"""`pos doctor`: is this machine ready? Packages, Java, ALFWorld data, and a real model call."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from pos_agent.cli.app import app
+from pos_agent.llm import Message, ModelFailure, ModelOptions, load_model
+
+Status = Literal["ok", "warn", "fail"]
+MIN_PYTHON = (3, 11)
+
+# (module, distribution, what it is for, how to get it)
+PACKAGES: tuple[tuple[str, str, str, str], ...] = (
+    ("pydantic", "pydantic", "schemas", "uv sync --frozen"),
+    ("llama_cpp", "llama-cpp-python", "the local model", "uv sync --frozen --extra local"),
+    ("openai", "openai", "OpenAI-compatible servers", "uv sync --frozen --extra openai"),
+    ("alfworld", "alfworld", "ALFWorld", "uv sync --frozen --extra envs"),
+    ("scienceworld", "scienceworld", "ScienceWorld", "uv sync --frozen --extra envs"),
+    ("textworld_express", "textworld-express", "TextWorldExpress", "uv sync --frozen --extra envs"),
+)
+JAVA_FIX = "apt-get install default-jre-headless (ScienceWorld and TextWorldExpress run on Java)"
+_PROBE_PROMPT = [
+    Message("system", "You are a calculator that answers in JSON."),
+    Message("user", 'What is 2 + 3? Reply with status "ok" and the answer.'),
+]
+
+
+class DoctorProbe(BaseModel):
+    """The small object every checked model must produce."""
+
+    status: Literal["ok"]
+    answer: int
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report; `fix` says what to do when the status is not ok."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def check_python() -> Check:
+    version = platform.python_version()
+    if sys.version_info[:2] >= MIN_PYTHON:
+        return Check("python", "ok", version)
+    return Check("python", "fail", version, "use Python 3.11 or newer")
+
+
+def check_package(module: str, distribution: str, purpose: str, install: str) -> Check:
+    name = f"package {module}"
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        return Check(
+            name,
+            "warn",
+            f"not importable ({type(exc).__name__}: {exc})",
+            f"needed for {purpose}: {install}",
+        )
+    try:
+        version = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = "version unknown"
+    return Check(name, "ok", version)
+
+
+def check_java() -> Check:
+    java = shutil.which("java")
+    if java is None:
+        return Check("java", "warn", "not on PATH", JAVA_FIX)
+    try:
+        run = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("java", "warn", f"{java} does not run: {exc}", JAVA_FIX)
+    output = (run.stderr or run.stdout).strip()
+    first_line = output.splitlines()[0] if output else ""
+    if run.returncode != 0 or not first_line:
+        return Check("java", "warn", f"{java} -version failed: {first_line}", JAVA_FIX)
+    found = re.search(r'version "([^"]+)"', first_line)
+    return Check("java", "ok", f"{found.group(1) if found else first_line} ({java})")
+
+
+def alfworld_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    configured = environ.get("ALFWORLD_DATA")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "alfworld"
+
+
+def check_alfworld_data(environ: Mapping[str, str] | None = None) -> Check:
+    path = alfworld_data_dir(environ)
+    fix = (
+        "run `alfworld-download` (or set ALFWORLD_DATA to the data folder); "
+        "alfworld-mini runs without it"
+    )
+    if not path.is_dir():
+        return Check("ALFWorld data", "warn", f"{path} does not exist", fix)
+    if not any(path.iterdir()):
+        return Check("ALFWorld data", "warn", f"{path} is empty", fix)
+    return Check("ALFWorld data", "ok", str(path))
+
+
+def check_model(spec: str, base_url: str | None = None) -> Check:
+    """One real structured call: ok only when the model answers a schema-valid object."""
+    name = f"model {spec}"
+    # Few, short retries: the doctor should answer in seconds, not wait out an outage.
+    options = ModelOptions(base_url=base_url, max_retries=1, backoff_base_s=0.2, backoff_cap_s=1.0)
+    try:
+        model = load_model(spec, options)
+        answer = model.complete(_PROBE_PROMPT, schema=DoctorProbe, max_tokens=64)
+    except ModelFailure as failure:
+        return Check(name, "fail", str(failure), _model_fix(failure, spec))
+    return Check(
+        name,
+        "ok",
+        f"schema-valid answer {answer.text.strip()!r} in {answer.latency_s:.2f}s "
+        f"({answer.usage.prompt_tokens} prompt + {answer.usage.completion_tokens} completion "
+        f"tokens, {answer.repairs} repairs)",
+    )
+
+
+def _model_fix(failure: ModelFailure, spec: str) -> str:
+    if failure.kind == "config":
+        return "see the message; docs/models.md lists the model specs and their settings"
+    if failure.kind in ("transport", "timeout"):
+        return (
+            "check that the server is running and reachable (--base-url, usually ending in /v1) "
+            "and that the key variable is set"
+        )
+    return (
+        f"{spec} answered but not in the required shape; use a stronger model or a server "
+        "with JSON-schema output"
+    )
+
+
+def run_checks(models: list[str], base_url: str | None) -> list[Check]:
+    checks = [check_python()]
+    checks += [check_package(*package) for package in PACKAGES]
+    checks += [check_java(), check_alfworld_data()]
+    checks += [check_model(spec, base_url) for spec in models]
+    return checks
+
+
+def render(checks: list[Check]) -> Table:
+    table = Table(title="pos doctor", show_lines=False)
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    table.add_column("what to do", overflow="fold")
+    style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+    for check in checks:
+        table.add_row(
+            check.name,
+            f"[{style[check.status]}]{check.status}[/]",
+            check.detail,
+            check.fix if check.status != "ok" else "",
+        )
+    return table
+
+
+@app.command()
+def doctor(
+    model: list[str] = typer.Option(  # noqa: B008 - Typer declares options this way
+        ["local"], "--model", "-m", help="Model spec to check with one real call; repeatable."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible server for openai:/dashscope: specs."
+    ),
+) -> None:
+    """Check the set-up; exit code 0 only when every checked model answered a schema-valid object."""
+    checks = run_checks(model, base_url)
+    Console(width=max(shutil.get_terminal_size().columns, 120)).print(render(checks))
+    model_checks = [c for c in checks if c.name.startswith("model ")]
+    raise typer.Exit(0 if all(c.status == "ok" for c in model_checks) else 1)

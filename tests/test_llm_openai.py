@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections import deque
@@ -390,3 +391,12 @@ def test_dashscope_uses_its_key_and_compatible_mode(
 def test_public_url_drops_credentials() -> None:
     assert public_url("https://user:pw@host:8443/v1/?key=abc#x") == "https://host:8443/v1"
     assert public_url(None) is None
+
+
+def test_key_never_reaches_logs(server: FakeServer, caplog: pytest.LogCaptureFixture) -> None:
+    server.queue(error(429, f"quota of {SECRET} exceeded"), chat("ok"))
+    with caplog.at_level(logging.DEBUG):
+        model = openai_model(server, api_key=SecretStr(SECRET))
+        assert model.complete(ASK).text == "ok"
+    assert "retry 1/2" in caplog.text
+    assert SECRET not in caplog.text

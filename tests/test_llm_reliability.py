@@ -281,3 +281,39 @@ def test_backoff_delay_is_full_jitter_within_the_cap() -> None:
     assert all(0 <= d <= 4.0 for d in delays)
     assert max(delays) > 2.0  # the cap, not the first bound, limits later retries
     assert backoff_delay(0, base_s=0.0, cap_s=4.0, rng=rng) == 0.0
+
+
+def test_failures_survive_pickling_for_worker_processes() -> None:
+    import pickle
+
+    failure = ModelFailure("schema", "bad", attempts=3, last_text="{", usage=Usage(5, 1), model="m")
+    clone = pickle.loads(pickle.dumps(failure))
+    assert (clone.kind, clone.message, clone.attempts, clone.last_text, clone.usage) == (
+        "schema",
+        "bad",
+        3,
+        "{",
+        Usage(5, 1),
+    )
+
+
+def test_importing_the_layer_loads_no_heavy_backend() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pos_agent.llm; "
+        "print(sorted(m for m in ('llama_cpp', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_repair_turn_that_cannot_be_sent_reports_the_original_problem() -> None:
+    overflow = BackendError("config", "the prompt does not fit the context", retryable=False)
+    model, _ = scripted([ScriptedReply('{"thought": ', truncated=True), overflow])
+    with pytest.raises(ModelFailure) as caught:
+        model.complete(ASK, schema=Action)
+    assert caught.value.kind == "truncated"
+    assert "does not fit the context" in caught.value.message
+    assert caught.value.last_text == '{"thought": '

@@ -138,6 +138,7 @@ class ReliableModel:
         )
         spent = _Spent()
         repairs = 0
+        previous: tuple[str, OutputProblem] | None = None
         while True:
             generation = GenerationRequest(
                 messages=tuple(conversation),
@@ -148,7 +149,21 @@ class ReliableModel:
                 seed=self.options.seed,
                 attempt=spent.attempts,
             )
-            reply = self._generate_with_retries(generation, spent)
+            try:
+                reply = self._generate_with_retries(generation, spent)
+            except ModelFailure as send_failure:
+                if previous is None or send_failure.kind != "config":
+                    raise
+                # The repair turn itself could not be sent (say, it overflowed the context):
+                # report the output problem that needed repairing, which is the real cause.
+                text, problem = previous
+                raise ModelFailure(
+                    problem.kind,
+                    f"{problem.detail}; the repair turn failed: {send_failure.message}",
+                    attempts=spent.attempts,
+                    last_text=text,
+                    usage=spent.usage,
+                ) from None
             verdict = interpret_output(reply.text, truncated=reply.truncated, schema=schema)
             if not isinstance(verdict, OutputProblem):
                 completion = Completion(
@@ -174,6 +189,7 @@ class ReliableModel:
                 self._store_failure(request, failure, time.perf_counter() - started)
                 raise failure
             repairs += 1
+            previous = (reply.text, verdict)
             logger.info("%s: repair turn %d after %s output", self.spec, repairs, verdict.kind)
             conversation.extend(
                 repair_turns(

@@ -11,7 +11,15 @@ from typing import Any
 
 from pos_agent.envs._types import EnvError, Environment, TaskSpec
 
-ENV_NAMES = ("alfworld", "alfworld-mini", "scienceworld", "textworld-express")
+ENV_NAMES = (
+    "alfworld",
+    "alfworld-mini",
+    "scienceworld",
+    "textworld-express",
+    "clindiag",
+    "rca",
+    "rca-nezha",
+)
 _ALIASES = {
     "alfworld_mini": "alfworld-mini",
     "alfworldmini": "alfworld-mini",
@@ -20,6 +28,10 @@ _ALIASES = {
     "textworld_express": "textworld-express",
     "textworldexpress": "textworld-express",
     "twx": "textworld-express",
+    "clin-diag": "clindiag",
+    "clin_diag": "clindiag",
+    "rca_nezha": "rca-nezha",
+    "nezha": "rca-nezha",
 }
 # Options each environment accepts besides max_steps, split and seed.
 _OPTIONS: dict[str, set[str]] = {
@@ -27,7 +39,12 @@ _OPTIONS: dict[str, set[str]] = {
     "alfworld-mini": {"expert"},
     "scienceworld": {"simplifications"},
     "textworld-express": {"game_params"},
+    "clindiag": {"data_dir", "provider", "judge"},
+    "rca": {"data_dir", "max_tool_calls"},
+    "rca-nezha": {"data_dir", "max_tool_calls"},
 }
+# Options `list_tasks` accepts (a suite passes its env_options through).
+_LIST_OPTIONS = {"clindiag": {"data_dir"}, "rca": {"data_dir"}, "rca-nezha": {"data_dir"}}
 
 
 def canonical_env(env: str) -> str:
@@ -44,12 +61,30 @@ def list_envs() -> list[str]:
     return list(ENV_NAMES)
 
 
-def list_tasks(env: str, split: str | None = None) -> list[TaskSpec]:
+def list_tasks(env: str, split: str | None = None, **options: Any) -> list[TaskSpec]:
     """The tasks of one environment and split (the environment's default split if None).
 
-    For `alfworld` this raises EnvError naming `alfworld-download` when the data are missing.
+    For `alfworld` this raises EnvError naming `alfworld-download` when the data are missing;
+    for the diagnosis environments, naming where the data go. Options: `data_dir` for
+    clindiag, rca and rca-nezha (other make_env options are accepted and ignored, so a suite
+    can pass its env_options).
     """
     name = canonical_env(env)
+    unknown = set(options) - _OPTIONS[name]
+    if unknown:
+        accepted = ", ".join(sorted(_OPTIONS[name])) or "none"
+        raise EnvError(
+            f"Unknown option(s) for {name}: {', '.join(sorted(unknown))}; accepted: {accepted}."
+        )
+    data_dir = options.get("data_dir") if "data_dir" in _LIST_OPTIONS.get(name, set()) else None
+    if name == "clindiag":
+        from pos_agent.envs.clindiag import list_clindiag_tasks
+
+        return list_clindiag_tasks(split, data_dir)
+    if name in ("rca", "rca-nezha"):
+        from pos_agent.envs.rca import list_rca_tasks
+
+        return list_rca_tasks(name, split, data_dir)
     if name in ("alfworld", "alfworld-mini"):
         from pos_agent.envs.alfworld import list_mini_tasks, list_official_tasks
 
@@ -80,6 +115,10 @@ def make_env(
     Options: ALFWorld `expert` (bool, compute the planner expert; default True);
     ScienceWorld `simplifications` (the package's comma-separated string);
     TextWorldExpress `game_params` (dict or "key=value,..." string).
+    Diagnosis (budget = tool calls for ClinDiag, 30; decision turns for RCA, 50): ClinDiag
+    `data_dir`, `provider` ("retrieval" or a model spec / Model), `judge` ("matcher" or a model
+    spec / Model); RCA `data_dir`, `max_tool_calls` (150). `rca` needs `data_dir` (or
+    POS_RCA_DATA); `rca-nezha` defaults to ../shared/data/rca-nezha.
     """
     name = canonical_env(env)
     unknown = set(options) - _OPTIONS[name]
@@ -93,6 +132,9 @@ def make_env(
         "alfworld-mini": lambda: _make_alfworld(name, task, split, seed, max_steps, options),
         "scienceworld": lambda: _make_scienceworld(task, split, seed, max_steps, options),
         "textworld-express": lambda: _make_twx(task, split, seed, max_steps, options),
+        "clindiag": lambda: _make_clindiag(task, split, max_steps, options),
+        "rca": lambda: _make_rca(name, task, split, max_steps, options),
+        "rca-nezha": lambda: _make_rca(name, task, split, max_steps, options),
     }
     return builders[name]()
 
@@ -135,4 +177,40 @@ def _make_twx(
 
     return TextWorldExpressEnvironment(
         task, split=split, seed=seed, max_steps=max_steps, game_params=options.get("game_params")
+    )
+
+
+def _make_clindiag(
+    task: str, split: str | None, max_steps: int | None, options: dict[str, Any]
+) -> Environment:
+    from pos_agent.envs.clindiag import ClinDiagEnvironment
+
+    # Cases are fixed records: a seed has nothing to select.
+    return ClinDiagEnvironment(
+        task,
+        split=split,
+        max_steps=max_steps,
+        data_dir=options.get("data_dir"),
+        provider=options.get("provider") or "retrieval",
+        judge=options.get("judge") or "matcher",
+    )
+
+
+def _make_rca(
+    name: str, task: str, split: str | None, max_steps: int | None, options: dict[str, Any]
+) -> Environment:
+    from pos_agent.envs.rca import RcaEnvironment
+
+    calls = options.get("max_tool_calls")
+    try:
+        max_tool_calls = int(calls) if calls is not None else None
+    except (TypeError, ValueError) as exc:
+        raise EnvError(f"max_tool_calls must be an integer (got {calls!r}).") from exc
+    return RcaEnvironment(
+        task,
+        env_name=name,
+        split=split,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        data_dir=options.get("data_dir"),
     )

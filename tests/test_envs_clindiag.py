@@ -1,0 +1,491 @@
+"""ClinDiag: data reading (packed and upstream layouts), the retrieval provider, the matcher, the
+LLM provider/judge with scripted models, the episode contract, and real cases end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pos_agent.envs import EnvError, list_tasks, make_env
+from pos_agent.envs.clindiag import (
+    ClinDiagCase,
+    ClinDiagData,
+    ClinDiagEnvironment,
+    match_diagnosis,
+    reference_variants,
+    retrieval_answer,
+)
+from pos_agent.envs.tools import ToolCallError, ToolSpec, object_schema, parse_tool_calls
+from pos_agent.llm import BackendError, ScriptedModel
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def shared_data(name: str) -> Path:
+    """The shared data folder; missing data fails under CI and skips elsewhere."""
+    path = SHARED_DATA / name
+    if not path.is_dir():
+        message = f"{path} is missing: the diagnosis tests need ../shared/data/{name}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def clindiag_dir() -> Path:
+    return shared_data("clindiag")
+
+
+def call(tool: str, **args: Any) -> str:
+    return json.dumps({"tool": tool, "args": args})
+
+
+RECORD: dict[str, Any] = {
+    "case_id": "demo-1",
+    "in_paper_common_sample": True,
+    "initial_information": "A 34-year-old man with two weeks of fever and night sweats.",
+    "medical_history": {
+        "chief_complaint": "Fever and night sweats for two weeks.",
+        "history_of_present_illness": "Fever up to 39 C in the evenings. He lost 5 kg. "
+        "He reports a dry cough.",
+        "past_medical_history": "No chronic illness.",
+        "family_history": "Mother with type 2 diabetes.",
+        "social_history": "Recently returned from a year in rural India; no smoking.",
+    },
+    "physical_examination": [
+        {
+            "date": "Not specified",
+            "vital_signs": "Temperature 38.9 C, heart rate 104/min.",
+            "relevant_findings": "Enlarged, non-tender cervical lymph nodes. Lungs clear.",
+            "changes_over_time": "Not specified",
+        }
+    ],
+    "laboratory_test": [
+        {
+            "procedure_name": "Complete Blood Count",
+            "date": "Not specified",
+            "findings": "Mild anemia, lymphopenia.",
+            "changes_over_time": "Not specified",
+        },
+        {
+            "procedure_name": "Interferon-gamma release assay",
+            "date": "Not specified",
+            "findings": "Positive.",
+            "changes_over_time": "Not specified",
+        },
+        {
+            "procedure_name": "Serum sodium",
+            "date": "Not specified",
+            "findings": "134 mmol/L.",
+            "changes_over_time": "Not specified",
+        },
+    ],
+    "radiographic_test": [
+        {
+            "procedure_name": "Chest X-ray",
+            "date": "Not specified",
+            "findings": "Normal.",
+            "changes_over_time": "Not specified",
+        }
+    ],
+    "other_test": [
+        {
+            "procedure_name": "Lymph node biopsy",
+            "date": "Not specified",
+            "findings": "Caseating granulomas with acid-fast bacilli.",
+            "changes_over_time": "Not specified",
+        }
+    ],
+    "diagnosis": {
+        "final_diagnosis": "Tuberculous lymphadenitis (scrofula)",
+        "differential_diagnosis": ["Lymphoma", "Sarcoidosis"],
+        "diagnostic_reasoning": "Granulomas with acid-fast bacilli on the node biopsy.",
+    },
+}
+
+UPSTREAM_WRAPPERS = {
+    "initial_information": "initial_information",
+    "medical_history": "medical_history",
+    "physical_examination": "physical_examinations",
+    "laboratory_test": "laboratory_examinations",
+    "radiographic_test": "radiographic_examinations",
+    "other_test": "other_tests",
+    "diagnosis": "diagnosis",
+}
+
+
+def write_upstream(root: Path, record: dict[str, Any]) -> Path:
+    """Split one packed record into the upstream seven-file folder layout."""
+    folder = root / record["case_id"]
+    folder.mkdir(parents=True)
+    for section, wrapper in UPSTREAM_WRAPPERS.items():
+        (folder / f"{section}.json").write_text(json.dumps({wrapper: record[section]}))
+    return folder
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path) -> Path:
+    (tmp_path / "cases.jsonl").write_text(json.dumps(RECORD) + "\n")
+    return tmp_path
+
+
+def demo_case() -> ClinDiagCase:
+    return ClinDiagCase.model_validate(RECORD)
+
+
+# -- the tool-call parser -----------------------------------------------------------------------
+
+TOOLS = (
+    ToolSpec("ask", "ask", object_schema(["question"], question={"type": "string"})),
+    ToolSpec("overview", "no arguments", object_schema()),
+    ToolSpec("count", "int", object_schema(["n"], n={"type": "integer", "minimum": 1})),
+)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        '{"tool": "ask", "args": {"question": "fever?"}}',
+        '{"name": "ask", "arguments": {"question": "fever?"}}',
+        '{"name": "ask", "arguments": "{\\"question\\": \\"fever?\\"}"}',
+        '{"type": "function", "function": {"name": "ask", "arguments": "{\\"question\\": \\"fever?\\"}"}}',
+        '{"tool": "ask", "question": "fever?"}',
+        '{"tool": "ask", "args": {"query": "fever?"}}',
+        '{"tool": "ask", "args": "fever?"}',
+        '```json\n{"tool": "ask", "args": {"question": "fever?"}}\n```',
+        'I will ask. {"tool": "ask", "args": {"question": "fever?"}}',
+        '{"tool": "ask", "args": {"question": "fever?"}, "thought": "check fever"}',
+    ],
+)
+def test_parser_accepts_unambiguous_variants(action: str) -> None:
+    (parsed,) = parse_tool_calls(action, TOOLS)
+    assert parsed.tool == "ask"
+    assert parsed.args == {"question": "fever?"}
+
+
+def test_parser_bare_names_lists_and_coercion() -> None:
+    assert parse_tool_calls("overview", TOOLS)[0].tool == "overview"
+    assert parse_tool_calls("overview()", TOOLS)[0].args == {}
+    assert parse_tool_calls('{"tool": "count", "args": {"n": "3"}}', TOOLS)[0].args == {"n": 3}
+    several = parse_tool_calls('[{"tool": "overview"}, "overview"]', TOOLS, max_calls=3)
+    assert [c.tool for c in several] == ["overview", "overview"]
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("", "Empty action"),
+        ("what is wrong with the patient", "not JSON"),
+        ('{"tool": "aks", "args": {}}', "Did you mean 'ask'"),
+        ('{"args": {"question": "x"}}', 'no "tool" name'),
+        ('{"tool": "ask", "args": {}}', "missing argument(s) question"),
+        ('{"tool": "ask", "args": {"question": ""}}', "must not be empty"),
+        ('{"tool": "count", "args": {"n": 0}}', "at least 1"),
+        ('{"tool": "count", "args": {"n": "many"}}', "must be an integer"),
+        ('{"tool": "ask", "args": {"question": "x", "extra": 1}}', "unknown argument(s) extra"),
+        ('[{"tool": "overview"}]', "one tool call per turn"),
+        ('{"tool": "overview"} {"tool": "overview"}', "not JSON"),
+        ("ask", "needs arguments"),
+        ("42", "must be a JSON object"),
+        ('"is there fever?"', "must be a JSON object"),
+    ],
+)
+def test_parser_rejects_with_the_expected_format(action: str, expected: str) -> None:
+    with pytest.raises(ToolCallError) as error:
+        parse_tool_calls(action, TOOLS)
+    assert expected in str(error.value)
+
+
+def test_parser_limits_calls_per_turn() -> None:
+    with pytest.raises(ToolCallError, match="at most 3"):
+        parse_tool_calls(json.dumps([{"tool": "overview"}] * 4), TOOLS, max_calls=3)
+    with pytest.raises(ToolCallError, match="empty"):
+        parse_tool_calls("[]", TOOLS, max_calls=3)
+
+
+# -- the retrieval provider ---------------------------------------------------------------------
+
+
+def test_retrieval_answers_only_what_is_asked() -> None:
+    case = demo_case()
+    travel = retrieval_answer(case, "ask_history", "Any recent travel abroad?")
+    assert "India" in travel
+    assert "diabetes" not in travel
+    family = retrieval_answer(case, "ask_history", "family history")
+    assert family.startswith("Family history: Mother with type 2 diabetes")
+    cbc = retrieval_answer(case, "order_lab_test", "CBC")
+    assert cbc.startswith("Complete Blood Count: Mild anemia")
+    assert "Positive" not in cbc and "sodium" not in cbc.lower()
+    igra = retrieval_answer(case, "order_lab_test", "interferon gamma release assay")
+    assert "Positive" in igra
+    vitals = retrieval_answer(case, "ask_physical_exam", "vital signs")
+    assert "104/min" in vitals and "lymph" not in vitals
+    nodes = retrieval_answer(case, "ask_physical_exam", "lymph nodes")
+    assert "cervical lymph nodes" in nodes
+    biopsy = retrieval_answer(case, "order_other_test", "lymph node biopsy")
+    assert "acid-fast" in biopsy
+
+
+def test_retrieval_says_when_the_record_has_no_answer() -> None:
+    case = demo_case()
+    assert "No result" in retrieval_answer(case, "order_radiographic_test", "brain MRI")
+    assert "No result" in retrieval_answer(case, "order_lab_test", "troponin")
+    assert "no history" in retrieval_answer(case, "ask_history", "hobbies?").lower()
+
+
+# -- the matcher --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reference", "submitted"),
+    [
+        ("Hairy-cell leukemia", "hairy cell leukaemia"),
+        (
+            "Langerhans\u2019-cell histiocytosis of lung and bone",
+            "Langerhans cell histiocytosis of bone and lung",
+        ),
+        ("Human Immunodeficiency Virus (HIV) infection", "HIV infection"),
+        ("Human Immunodeficiency Virus (HIV) infection", "HIV"),
+        ("X-linked acrogigantism (X-LAG)", "X-LAG"),
+        ("Late-onset schizophrenia with depressive symptoms", "late onset schizophrenia"),
+        ("B lymphoblastic leukemia, not otherwise specified", "B-lymphoblastic leukemia"),
+        ("Sprengel deformity", "Sprengel's deformity"),
+        (
+            "Acrodermatitis enteropathica or acrodermatitis enteropathica-like syndrome",
+            "acrodermatitis enteropathica",
+        ),
+        ("Systemic lupus erythematosus", "SLE"),
+        ("Tuberculous lymphadenitis (scrofula)", "scrofula"),
+        ("Acute Psychotic Disorder", "acute psychotic disorder"),
+    ],
+)
+def test_matcher_accepts_equivalent_wording(reference: str, submitted: str) -> None:
+    assert match_diagnosis(reference, submitted).correct, reference_variants(reference)
+
+
+@pytest.mark.parametrize(
+    ("reference", "submitted"),
+    [
+        ("Type 2 diabetes mellitus", "Type 1 diabetes mellitus"),
+        ("Pneumonia", "Klebsiella pneumonia"),
+        ("Hairy-cell leukemia", "chronic lymphocytic leukemia"),
+        (
+            "Vasculitis with alveolar hemorrhage, possibly isolated pauci-immune pulmonary capillaritis",
+            "vasculitis",
+        ),
+        ("Sprengel deformity", "Sprengel deformity or Klippel-Feil syndrome"),
+        ("Sarcoidosis", ""),
+        ("Tuberculous lymphadenitis (scrofula)", "lymphoma"),
+    ],
+)
+def test_matcher_rejects_wrong_over_specific_and_hedged(reference: str, submitted: str) -> None:
+    assert not match_diagnosis(reference, submitted).correct
+
+
+def test_matcher_accepts_every_reference_as_itself(clindiag_dir: Path) -> None:
+    data = ClinDiagData.locate(clindiag_dir)
+    for case_id in data.case_ids()[:300]:
+        reference = data.load(case_id).diagnosis.final_diagnosis
+        assert match_diagnosis(reference, reference).correct, reference
+
+
+# -- data and splits ----------------------------------------------------------------------------
+
+
+def test_splits_of_the_shared_data(clindiag_dir: Path) -> None:
+    common = list_tasks("clindiag", "common", data_dir=clindiag_dir)
+    everything = list_tasks("clindiag", "all", data_dir=clindiag_dir)
+    assert len(common) == 302
+    assert len(everything) == 2021
+    assert {t.category for t in common} == {"common"}
+    assert sum(t.category == "common" for t in everything) == 302
+    listed = (clindiag_dir / "paper_common_sample.txt").read_text().split()
+    assert [t.task_id for t in common] == listed
+    with pytest.raises(EnvError, match="split"):
+        list_tasks("clindiag", "rare", data_dir=clindiag_dir)
+
+
+def test_upstream_folder_layout_plays_like_the_packed_one(tmp_path: Path) -> None:
+    write_upstream(tmp_path, RECORD)
+    other = {**RECORD, "case_id": "demo-2"}
+    folder = write_upstream(tmp_path, other)
+    (folder / "radiographic_test.json").unlink()  # upstream omits sections a case lacks
+    (tmp_path / "paper_common_sample.txt").write_text("demo-1\n")
+    tasks = list_tasks("clindiag", "all", data_dir=tmp_path)
+    assert [(t.task_id, t.category) for t in tasks] == [("demo-1", "common"), ("demo-2", "other")]
+    loaded = ClinDiagData(tmp_path).load("demo-1")
+    assert loaded.model_dump() == demo_case().model_dump()
+    assert ClinDiagData(tmp_path).load("demo-2").radiographic_test == []
+    with make_env("clindiag", "demo-1", data_dir=tmp_path) as env:
+        env.reset()
+        answer = env.step(call("order_other_test", test="lymph node biopsy"))
+        assert "acid-fast" in answer.text
+        done = env.step(call("submit_diagnosis", final_diagnosis="tuberculous lymphadenitis"))
+    assert done.success and done.info["metrics"] == {"accuracy": 1}
+
+
+def test_missing_data_says_where_to_put_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EnvError, match="does not exist") as error:
+        make_env("clindiag", "x", data_dir=tmp_path / "nowhere")
+    assert "POS_CLINDIAG_DATA" in str(error.value)
+    monkeypatch.setenv("POS_CLINDIAG_DATA", str(tmp_path))
+    with pytest.raises(EnvError, match=r"neither cases\.jsonl nor case folders"):
+        list_tasks("clindiag")
+    with pytest.raises(EnvError, match="Unknown ClinDiag case"):
+        (tmp_path / "cases.jsonl").write_text(json.dumps(RECORD) + "\n")
+        make_env("clindiag", "no-such-case")
+    with pytest.raises(EnvError, match="Unknown option"):
+        make_env("clindiag", "demo-1", temperature=1)
+
+
+# -- the episode contract -----------------------------------------------------------------------
+
+
+def test_scripted_doctor_right_answer_scores_one(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir) as env:
+        first = env.reset()
+        assert env.kind == "diagnosis" and env.max_steps == 30
+        assert "two weeks of fever" in first.text
+        assert first.tools is not None and first.admissible_actions is None
+        assert {t["name"] for t in first.tools} >= {"ask_history", "submit_diagnosis"}
+        assert "Tuberculous" not in first.text and "granulomas" not in first.text.lower()
+        env.step(call("ask_history", question="recent travel?"))
+        env.step(call("order_lab_test", test="interferon gamma release assay"))
+        done = env.step(
+            call(
+                "submit_diagnosis",
+                final_diagnosis="Scrofula",
+                differential_diagnosis=["lymphoma"],
+                diagnostic_reasoning="positive IGRA, travel to India",
+            )
+        )
+    assert done.done and done.success and done.score == 1.0
+    assert done.info["metrics"] == {"accuracy": 1}
+    assert done.info["judge"] == "matcher"
+    assert done.info["subset"] == "common"
+    assert done.tools is None
+
+
+def test_scripted_doctor_wrong_answer_scores_zero(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir) as env:
+        env.reset()
+        done = env.step(call("submit_diagnosis", final_diagnosis="Hodgkin lymphoma"))
+    assert done.done and not done.success and done.score == 0.0
+    assert done.info["metrics"] == {"accuracy": 0}
+
+
+def test_malformed_submission_can_be_retried(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir, max_steps=3) as env:
+        env.reset()
+        bad = env.step('{"tool": "submit_diagnosis", "args": {"diagnosis": 3}}')
+        assert not bad.done and bad.info["invalid_action"]
+        assert "final_diagnosis" in bad.text and bad.tools is not None
+        empty = env.step("   ")
+        assert not empty.done and '{"tool"' in empty.text
+        done = env.step(call("submit_diagnosis", final_diagnosis="tuberculous lymphadenitis"))
+    assert done.success and done.info["steps_used"] == 3
+
+
+def test_no_submission_is_a_failure(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir, max_steps=2) as env:
+        env.reset()
+        env.step(call("ask_history", question="fever?"))
+        last = env.step(call("ask_history", question="cough?"))
+    assert last.done and not last.success
+    assert last.info["budget_exhausted"]
+    assert last.info["metrics"] == {"accuracy": 0}
+
+
+def test_the_answer_key_is_never_provided(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir) as env:
+        env.reset()
+        texts = [
+            env.step(call(tool, **{key: "final diagnosis and diagnostic reasoning"})).text
+            for tool, key in [
+                ("ask_history", "question"),
+                ("ask_physical_exam", "question"),
+                ("order_lab_test", "test"),
+                ("order_radiographic_test", "test"),
+                ("order_other_test", "test"),
+            ]
+        ]
+    assert not any("Tuberculous" in t or "scrofula" in t.lower() for t in texts)
+
+
+# -- LLM provider and judge (scripted models) ---------------------------------------------------
+
+
+def test_llm_provider_and_judge_are_used_and_accounted(demo_dir: Path) -> None:
+    provider = ScriptedModel([{"answer": "He travelled to rural India."}])
+    judge = ScriptedModel([{"correct": True, "reason": "scrofula is TB lymphadenitis"}])
+    env = ClinDiagEnvironment("demo-1", data_dir=demo_dir, provider=provider, judge=judge)
+    with env:
+        env.reset()
+        answer = env.step(call("ask_history", question="travel?"))
+        assert answer.text.startswith("He travelled to rural India.")
+        assert answer.info["provider"] == "scripted"
+        system = provider.requests[0].messages[0].content
+        assert "India" in system and "Tuberculous" not in system
+        done = env.step(call("submit_diagnosis", final_diagnosis="TB of the neck nodes"))
+    assert done.success and done.info["judge"] == "llm:scripted"
+    roles = env.ledger.by_role()
+    assert roles["provider"]["calls"] == 1 and roles["judge"]["calls"] == 1
+
+
+def test_model_failures_fall_back_to_retrieval_and_matcher(demo_dir: Path) -> None:
+    broken = BackendError("config", "no model here", retryable=False)
+    env = ClinDiagEnvironment(
+        "demo-1", data_dir=demo_dir, provider=ScriptedModel([broken]), judge=ScriptedModel([broken])
+    )
+    with env:
+        env.reset()
+        answer = env.step(call("ask_history", question="travel?"))
+        assert "India" in answer.text
+        assert answer.info["provider"] == "retrieval" and "provider_fallback" in answer.info
+        done = env.step(call("submit_diagnosis", final_diagnosis="tuberculous lymphadenitis"))
+    assert done.success and done.info["judge"] == "matcher"
+    assert "judge_fallback" in done.info
+    assert env.ledger.by_role()["judge"]["failures"] == 1
+
+
+def test_an_unloadable_model_spec_falls_back(demo_dir: Path) -> None:
+    with make_env("clindiag", "demo-1", data_dir=demo_dir, judge="gguf:/nowhere/model.gguf") as env:
+        env.reset()
+        done = env.step(call("submit_diagnosis", final_diagnosis="scrofula"))
+    assert done.success and done.info["judge"] == "matcher"
+    assert "gguf" in done.info["judge_fallback"]
+
+
+# -- expert-free smoke on real cases ------------------------------------------------------------
+
+
+def test_real_cases_end_to_end_with_retrieval_and_matcher(clindiag_dir: Path) -> None:
+    tasks = list_tasks("clindiag", "common", data_dir=clindiag_dir)[:5]
+    data = ClinDiagData.locate(clindiag_dir)
+    for task in tasks:
+        case = data.load(task.task_id)
+        with make_env("clindiag", task.task_id, split="common", data_dir=clindiag_dir) as env:
+            first = env.reset()
+            assert case.initial_information in first.text
+            steps = [
+                call("ask_history", question="history of present illness"),
+                call("ask_physical_exam", question="vital signs"),
+                call("order_lab_test", test="complete blood count"),
+                call("order_radiographic_test", test="CT scan"),
+                call("order_other_test", test="biopsy"),
+            ]
+            for action in steps:
+                observation = env.step(action)
+                assert not observation.done and not observation.info["invalid_action"]
+                assert observation.text.strip()
+                assert case.diagnosis.diagnostic_reasoning not in observation.text
+            done = env.step(
+                call("submit_diagnosis", final_diagnosis=case.diagnosis.final_diagnosis)
+            )
+        assert done.success and done.info["subset"] == "common"
+        assert done.info["steps_used"] == 6

@@ -1,0 +1,197 @@
+"""Run records (DESIGN §8): typed, versioned events in `events.jsonl` and an atomic `result.json`.
+
+One schema, written by the runner and read by the viewer and the reports. Events are appended
+and flushed one line at a time, so an interrupted or killed run leaves a readable prefix; the
+result file is written to a temporary file and renamed into place, so it is either absent or
+whole. Nothing here ever writes an API key: payloads pass through `redact` first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, Field
+
+TRACE_VERSION = 1
+RESULT_VERSION = 1
+EVENT_KINDS = (
+    "episode_start",
+    "model_call",
+    "model_failure",
+    "action",
+    "observation",
+    "belief_init",
+    "belief_patch",
+    "sentinel",
+    "revision",
+    "belief_commit",
+    "belief_reject",
+    "progress",
+    "health",
+    "recovery",
+    "recovery_release",
+    "active_gap",
+    "degraded",
+    "episode_end",
+)
+Status = Literal["success", "failure", "interrupted", "infra_error", "error"]
+
+# Anything that looks like a bearer token or API key is masked before it reaches a file.
+_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+
+
+def redact(value: Any) -> Any:
+    """A JSON-safe copy of `value` with key-like strings masked and non-finite floats named."""
+    if isinstance(value, str):
+        return _SECRET.sub("[redacted]", value)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {
+            str(k): "[redacted]" if _is_secret_key(str(k)) else redact(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [redact(v) for v in value]
+    if isinstance(value, BaseModel):
+        return redact(value.model_dump(mode="json"))
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return redact(to_dict())
+    return redact(repr(value))
+
+
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return lowered in {"api_key", "apikey", "authorization", "password", "secret", "token"}
+
+
+class TraceWriter:
+    """Appends events to `<case_dir>/events.jsonl`, one flushed JSON line each."""
+
+    def __init__(self, case_dir: Path) -> None:
+        self.case_dir = case_dir
+        case_dir.mkdir(parents=True, exist_ok=True)
+        self.path = case_dir / "events.jsonl"
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        self._started = time.monotonic()
+
+    def emit(self, event: str, step: int | None = None, **payload: Any) -> None:
+        """Write one event; never raises on odd payload values (they are made JSON-safe)."""
+        if self._file is None:
+            return
+        record = {
+            "v": TRACE_VERSION,
+            "event": event,
+            "step": step,
+            "t": round(time.monotonic() - self._started, 4),
+            **redact(payload),
+        }
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    """Events of a trace; a torn last line (a killed writer) is skipped, not fatal."""
+    if path.is_dir():
+        path = path / "events.jsonl"
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+class RoleTokens(BaseModel):
+    """Tokens and time one role spent in an episode."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class CaseResult(BaseModel):
+    """`result.json`: the outcome of one case, written once, atomically, at its end."""
+
+    version: int = Field(default=RESULT_VERSION, description="Schema version of this file.")
+    run: str = Field(description="Run name (the folder under runs/).")
+    case: str = Field(description="Case id, unique within the run.")
+    env: str = Field(description="Environment name, e.g. alfworld-mini.")
+    task: str = Field(description="Task id within the environment.")
+    category: str | None = Field(default=None, description="Task category for per-category tables.")
+    agent: str = Field(description="Method: pos, raw, an ablation, or expert.")
+    models: dict[str, str] = Field(default_factory=dict, description="Model spec per role.")
+    status: Status = Field(description="success, failure, interrupted, infra_error or error.")
+    success: bool = Field(description="The environment reported success.")
+    score: float = Field(default=0.0, description="Environment score (0-1 or 0-100 as it reports).")
+    steps: int = Field(default=0, description="Environment steps taken.")
+    max_steps: int = Field(default=0, description="Step budget.")
+    tokens: dict[str, RoleTokens] = Field(default_factory=dict, description="Tokens per role.")
+    trapped_steps: int = Field(default=0, description="Steps at which the window was trapped.")
+    patterns: dict[str, int] = Field(default_factory=dict, description="Diagnosed pattern counts.")
+    recoveries: int = Field(default=0, description="Recovery constraints applied.")
+    degraded_steps: int = Field(default=0, description="Steps where a role fell back.")
+    final_belief: dict[str, Any] | None = Field(default=None, description="Belief at the end.")
+    error: str | None = Field(default=None, description="What went wrong, when something did.")
+    started_at: float = Field(default=0.0, description="Unix time the case started.")
+    duration_s: float = Field(default=0.0, description="Wall time of the case.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Benchmark-specific fields.")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to `path` so that readers see either the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(redact(data), handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_result(case_dir: Path, result: CaseResult) -> Path:
+    """Atomically write `result.json` in `case_dir`."""
+    path = case_dir / "result.json"
+    write_json_atomic(path, result.model_dump(mode="json"))
+    return path
+
+
+def read_result(case_dir: Path) -> CaseResult | None:
+    """The case's result, or None when it has none (never finished) or it is unreadable."""
+    path = case_dir / "result.json"
+    try:
+        return CaseResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

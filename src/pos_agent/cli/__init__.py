@@ -12,7 +12,7 @@ def main() -> None:
     # Importing a command module registers its commands on `app`.
     import importlib
 
-    for module in ("doctor", "envs"):
+    for module in ("doctor", "envs", "run", "bench", "report"):
         try:
             importlib.import_module(f"pos_agent.cli.{module}")
         except ModuleNotFoundError as exc:

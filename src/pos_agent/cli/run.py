@@ -1,0 +1,135 @@
+"""`pos run`: one episode with live progress, a trace and a result file."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from pos_agent.agents.base import StepInfo
+from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
+from pos_agent.cli.app import app
+from pos_agent.llm import ModelOptions
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+@app.command()
+def run(
+    env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")],
+    task: Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")],
+    agent: Annotated[str, typer.Option(help=f"Method: {', '.join(AGENTS)}.")] = "pos",
+    model: Annotated[
+        str,
+        typer.Option(help="Model for every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL."),
+    ] = "local",
+    policy_model: Annotated[
+        str | None, typer.Option(help="Override the policy role's model.")
+    ] = None,
+    belief_model: Annotated[
+        str | None, typer.Option(help="Override the belief role's model.")
+    ] = None,
+    sentinel_model: Annotated[
+        str | None, typer.Option(help="Override the sentinel role's model.")
+    ] = None,
+    recovery: Annotated[
+        str,
+        typer.Option(
+            help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
+        ),
+    ] = "soft",
+    max_steps: Annotated[
+        int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder that holds runs.")] = Path("runs"),
+    run_name: Annotated[
+        str | None, typer.Option("--run", help="Run name (default: time, agent, env and task).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp).")
+    ] = None,
+    cache: Annotated[
+        str, typer.Option(help="Response cache: off, read, write or readwrite.")
+    ] = "off",
+    seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
+) -> None:
+    """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
+
+    Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
+    """
+    if agent not in AGENTS:
+        raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
+    if recovery not in ("soft", "hard", "both"):
+        raise typer.BadParameter("choose soft, hard or both", param_hint="--recovery")
+    if cache not in ("off", "read", "write", "readwrite"):
+        raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    overrides = {
+        role: spec
+        for role, spec in (
+            ("policy", policy_model),
+            ("belief", belief_model),
+            ("sentinel", sentinel_model),
+        )
+        if spec
+    }
+    spec = CaseSpec(
+        env=env,
+        task=task,
+        agent=agent,
+        model=model,
+        role_models=overrides,
+        recovery=recovery,  # type: ignore[arg-type]
+        max_steps=max_steps,
+        seed=seed,
+    )
+    name = run_name or time.strftime("%Y%m%d-%H%M%S")
+    case_dir = out / name / spec.folder
+    options = ModelOptions(base_url=base_url, cache_mode=cache)
+    models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
+    console.print(f"[bold]pos run[/] {env} {task}  agent={agent}  models: {models}")
+    console.print(f"trace: {case_dir / 'events.jsonl'}")
+    started = time.monotonic()
+    try:
+        result = run_case(
+            spec, case_dir, run_name=name, load=default_loader(options), on_step=_show
+        )
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]Interrupted.[/] The partial trace and result are in {case_dir}")
+        raise typer.Exit(130) from None
+    elapsed = time.monotonic() - started
+    colour = "green" if result.success else "red"
+    tokens = sum(t.prompt_tokens + t.completion_tokens for t in result.tokens.values())
+    console.print(
+        f"[{colour}]{result.status}[/]  steps {result.steps}/{result.max_steps}  score {result.score:g}  "
+        f"tokens {tokens}  trapped steps {result.trapped_steps}  recoveries {result.recoveries}  "
+        f"{elapsed:.1f}s"
+    )
+    if result.error:
+        console.print(f"[red]error:[/] {result.error}")
+    console.print(f"result: {case_dir / 'result.json'}")
+    console.print(
+        f"events: {case_dir / 'events.jsonl'}  (one JSON object per line; field `event` names its kind)"
+    )
+    if result.status in ("error", "infra_error"):
+        raise typer.Exit(1)
+
+
+def _show(info: StepInfo) -> None:
+    marks = []
+    if info.health is not None:
+        marks.append(f"H={info.health:.2f}")
+    if info.trapped:
+        marks.append(f"[red]TRAPPED {info.pattern or 'no pattern'}[/]")
+    if info.recovery:
+        marks.append("[yellow]recovery[/]")
+    if info.degraded:
+        marks.append("[magenta]degraded[/]")
+    if info.success:
+        marks.append("[green]success[/]")
+    line = f"step {info.step:>3}  {info.action[:48]:<48}  {' '.join(marks)}"
+    if info.tokens:
+        line += f"  [dim]{info.tokens} tok[/]"
+    console.print(line)

@@ -95,7 +95,11 @@ def _build(
                     retryable=False,
                 )
         backend = LlamaCppBackend(
-            path, n_ctx=options.n_ctx, n_threads=options.threads(), seed=options.seed
+            path,
+            n_ctx=options.n_ctx,
+            n_threads=options.threads(),
+            seed=options.seed,
+            slot=options.context_slot,
         )
         return ReliableModel(
             backend, spec=str(spec), options=options, cache=cache, sleep=sleep, rng=rng

@@ -61,12 +61,14 @@ class _LoadedModel:
 # One llama.cpp instance per (file, context size) per process: loading costs time and memory,
 # and a long-lived instance keeps its KV cache, so calls that share a prompt prefix (the same
 # system prompt, the same belief rendering) only evaluate the new suffix.
-_LOADED: dict[tuple[str, int], _LoadedModel] = {}
+_LOADED: dict[tuple[str, int, str], _LoadedModel] = {}
 _LOADING = threading.Lock()
 
 
-def _shared_model(path: Path, *, n_ctx: int, n_threads: int, seed: int) -> _LoadedModel:
-    key = (str(path), n_ctx)
+def _shared_model(
+    path: Path, *, n_ctx: int, n_threads: int, seed: int, slot: str = ""
+) -> _LoadedModel:
+    key = (str(path), n_ctx, slot)
     with _LOADING:
         loaded = _LOADED.get(key)
         if loaded is not None:
@@ -110,8 +112,14 @@ class LlamaCppBackend:
     name = "local"
     base_url: str | None = None
 
-    def __init__(self, path: Path, *, n_ctx: int, n_threads: int, seed: int = 0) -> None:
+    # The grammar enforces the schema, so the schema text need not be in the prompt.
+    constrains_output = True
+
+    def __init__(
+        self, path: Path, *, n_ctx: int, n_threads: int, seed: int = 0, slot: str = ""
+    ) -> None:
         self.path = path
+        self.slot = slot
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
@@ -128,7 +136,9 @@ class LlamaCppBackend:
         return self._loaded().llama
 
     def _loaded(self) -> _LoadedModel:
-        return _shared_model(self.path, n_ctx=self.n_ctx, n_threads=self.n_threads, seed=self.seed)
+        return _shared_model(
+            self.path, n_ctx=self.n_ctx, n_threads=self.n_threads, seed=self.seed, slot=self.slot
+        )
 
     def generate(self, request: GenerationRequest) -> RawReply:
         loaded = self._loaded()

@@ -48,6 +48,12 @@ class ModelOptions(BaseModel):
     n_threads: int | None = Field(default=None, ge=1)
     """CPU threads of local GGUF models; None means one per core."""
 
+    context_slot: str = ""
+    """Local GGUF models: calls with different slots get separate llama.cpp contexts (the
+    weights are shared), so each role keeps its own KV prefix warm between its calls."""
+    schema_in_prompt: bool | None = None
+    """Append the JSON schema to the system prompt. None: only where decoding is not
+    constrained by a grammar (remote servers); the local model's grammar already enforces it."""
     seed: int = 0
     """Sampling seed, passed to every backend that accepts one."""
 

@@ -133,8 +133,13 @@ class ReliableModel:
                 if replayed is not None:
                     return replayed
 
+        in_prompt = self.options.schema_in_prompt
+        if in_prompt is None:
+            in_prompt = not getattr(self.backend, "constrains_output", False)
         conversation = (
-            with_schema_instruction(messages, schema_json) if schema_json else list(messages)
+            with_schema_instruction(messages, schema_json)
+            if schema_json and in_prompt
+            else list(messages)
         )
         spent = _Spent()
         repairs = 0

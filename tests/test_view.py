@@ -179,7 +179,9 @@ def run_heat_mug(out: Path, agent: str = "pos", max_steps: int = 20) -> Path:
     spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent=agent, model="scripted",
                     max_steps=max_steps)  # fmt: skip
     case_dir = out / spec.case_id
-    result = run_case(spec, case_dir, run_name="view-test", load=lambda _: script.model())
+    result = run_case(
+        spec, case_dir, run_name="view-test", load=lambda _spec, _role: script.model()
+    )
     assert result.status in ("success", "failure"), result.error
     return case_dir
 

@@ -66,17 +66,22 @@ class CaseSpec:
         return {role: self.role_models.get(role, self.model) for role in roles}
 
 
-ModelLoader = Callable[[str], Model]
+ModelLoader = Callable[[str, str], Model]  # (spec, role) -> model
 
 
 def default_loader(options: ModelOptions | None = None) -> ModelLoader:
-    """Loads each spec once per process (one local model serves every role)."""
-    loaded: dict[str, Model] = {}
+    """Loads each spec once per process. A local GGUF model gets one llama.cpp context per
+    role (weights shared), so every role keeps its own prompt prefix cached between calls."""
+    base = options or ModelOptions()
+    loaded: dict[tuple[str, str], Model] = {}
 
-    def load(spec: str) -> Model:
-        if spec not in loaded:
-            loaded[spec] = load_model(spec, options)
-        return loaded[spec]
+    def load(spec: str, role: str) -> Model:
+        local = spec == "local" or spec.startswith("gguf:")
+        key = (spec, role if local else "")
+        if key not in loaded:
+            opts = base.model_copy(update={"context_slot": role}) if local else base
+            loaded[key] = load_model(spec, opts)
+        return loaded[key]
 
     return load
 
@@ -188,7 +193,7 @@ def _build_agent(
 ) -> Agent:
     if spec.agent == "expert":
         return _TracedExpert(trace, on_step)
-    models = {role: load(name) for role, name in spec.models().items()}
+    models = {role: load(name, role) for role, name in spec.models().items()}
     if spec.agent == "raw":
         return RawAgent(models["policy"], ledger=ledger, trace=trace, on_step=on_step)
     variant = next(v for v in VARIANTS if v == spec.agent)

@@ -6,6 +6,8 @@ RUN := $(UV) run --frozen --no-sync
 
 .PHONY: install test lint typecheck pytest demo bench-overhead clean
 
+DEMO_STEPS ?= 12
+
 # Install uv with pip when it is missing, then the locked environment (all extras).
 install: .venv/.installed
 .venv/.installed: pyproject.toml uv.lock
@@ -24,6 +26,14 @@ pytest: install
 	$(RUN) pytest
 
 test: lint typecheck pytest
+
+# One PoS episode on alfworld-mini heat-mug with the embedded local model (no key, no network),
+# then the trace rendered as one HTML page.
+demo: install
+	$(RUN) pos run alfworld-mini heat-mug --agent pos --model local --max-steps $(DEMO_STEPS) --run demo
+	$(RUN) pos view runs/demo/pos__alfworld-mini__heat-mug
+	@echo "Trace: runs/demo/pos__alfworld-mini__heat-mug/events.jsonl"
+	@echo "Open runs/demo/pos__alfworld-mini__heat-mug/trace.html in a browser to see it step by step."
 
 bench-overhead: install
 	$(RUN) python -m pos_agent.perf.overhead

@@ -9,13 +9,8 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Console-script entry point."""
-    # Importing a command module registers its commands on `app`.
-    import importlib
+    # Importing a command module registers its commands on `app`; done here, not at package
+    # import, so that `import pos_agent.cli.app` stays cheap for tests.
+    from pos_agent.cli import bench, doctor, envs, report, run  # noqa: F401
 
-    for module in ("doctor", "envs", "run", "bench", "report"):
-        try:
-            importlib.import_module(f"pos_agent.cli.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"pos_agent.cli.{module}":
-                raise
     app()

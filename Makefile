@@ -30,7 +30,7 @@ test: lint typecheck pytest
 # One PoS episode on alfworld-mini heat-mug with the embedded local model (no key, no network),
 # then the trace rendered as one HTML page.
 demo: install
-	$(RUN) pos run alfworld-mini heat-mug --agent pos --model local --max-steps $(DEMO_STEPS) --run demo
+	$(RUN) pos run alfworld-mini heat-mug --agent pos --model local --max-steps $(DEMO_STEPS) --recovery both --run demo
 	$(RUN) pos view runs/demo/pos__alfworld-mini__heat-mug
 	@echo "Trace: runs/demo/pos__alfworld-mini__heat-mug/events.jsonl"
 	@echo "Open runs/demo/pos__alfworld-mini__heat-mug/trace.html in a browser to see it step by step."

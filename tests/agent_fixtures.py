@@ -63,6 +63,7 @@ class Call:
     kind: str  # init, update, revision, global_revision, audit, progress, global_audit, policy, raw
     user: str
     choices: list[str] | None
+    system: str = ""
 
 
 Policy = Callable[[Call], str]
@@ -101,7 +102,7 @@ class Script:
         ):
             choices = list(request.schema["properties"]["action"]["enum"])
         kind = _kind(system, user)
-        call = Call(kind, user, choices)
+        call = Call(kind, user, choices, system)
         if request.attempt == 0:
             self.calls.append(call)
         if kind in self.malformed:

@@ -264,3 +264,48 @@ def test_raw_baseline_sees_the_whole_history(tmp_path: Any) -> None:
     assert episode.steps == 4 and len(prompts) == 4
     assert prompts[-1].count("> go to sink 1") == 3
     assert len(prompts[-1]) > len(prompts[0])
+
+
+class DiagnosisKitchen(KitchenEnv):
+    kind = "diagnosis"
+
+
+def test_diagnosis_progress_is_the_confidence_change_of_eq4(tmp_path: Any) -> None:
+    confidence = {1: 0.2, 2: 0.9, 3: 0.95}
+
+    def update(call: Call) -> list[dict[str, Any]]:
+        step = int(call.user.split("Observation at step ")[1].split(":")[0])
+        return [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "hypothesis: broken",
+                "value": "possible",
+                "confidence": confidence[step],
+                "source": "inferred",
+            }
+        ]
+
+    script = Script(update=update, progress=lambda call: 1)  # the sentinel's label is ignored
+    _, events = run(script, tmp_path, env=DiagnosisKitchen(max_steps=3, winning="none"))
+    labels = [e for e in events if e["event"] == "progress"]
+    assert [p["label"] for p in labels] == [0, 1, 0]
+    assert [round(p["d"], 3) for p in labels] == [0.0, 0.35, 0.025]
+    assert "This is a diagnosis task" in script.of("init")[0].system
+    assert all("This is a diagnosis task" in c.system for c in script.of("update"))
+
+
+def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
+    script = Script(
+        init=lambda call: [
+            {"op": "upsert_entity", "name": "microwave 1"},
+            {"op": "add_gap", "kind": "achievement", "text": "name the fault", "refs": ["microwave 1"], "activate": True},
+            {"op": "add_gap", "kind": "epistemic", "text": "is it broken", "refs": ["microwave 1"]},
+        ]
+    )
+    _, events = run(script, tmp_path / "diag", env=DiagnosisKitchen(max_steps=9, winning="none"))
+    assert next(e for e in events if e["event"] == "health")["blocked"] == "epistemic"
+    execution = Script(init=script.init)
+    _, events = run(execution, tmp_path / "exec", env=KitchenEnv(max_steps=9, winning="none"))
+    assert next(e for e in events if e["event"] == "health")["blocked"] == "achievement"
+    assert "This is a diagnosis task" not in execution.of("init")[0].system

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +64,25 @@ def test_pos_run_with_the_embedded_model_end_to_end(tmp_path: Path) -> None:
     actions = [e["action"] for e in events if e["event"] == "action"]
     assert len(actions) == result.steps and all(actions)
     json.dumps(result.final_belief)  # the final belief is stored and serializable
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_a_readable_partial_trace_and_a_whole_result(tmp_path: Path) -> None:
+    command = [POS, "run", "alfworld-mini", "heat-mug", "--model", "local", "--max-steps", "40", "--out", str(tmp_path), "--run", "int"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    case = tmp_path / "int" / "pos__alfworld-mini__heat-mug"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if (case / "events.jsonl").exists() and '"event": "action"' in (case / "events.jsonl").read_text():
+            break
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 130, output
+    assert "Interrupted" in output
+    result = read_result(case)
+    assert result is not None and result.status == "interrupted" and not result.success
+    lines = (case / "events.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in lines), "every line of the partial trace parses"
+    assert json.loads(lines[-1])["event"] == "episode_end"
+    assert not list(case.glob("*.tmp")), "no half-written result file is left"

@@ -145,12 +145,14 @@ class PosAgent:
         self.ledger = ledger or TokenLedger()
         self.call = RoleCaller(self.ledger, trace)
         self.on_step = on_step
+        self.diagnostic = False
 
     # -- the episode ----------------------------------------------------------------------------
 
     def run(self, env: Environment) -> Episode:
         cfg = self.config
         health_cfg = replace(cfg.health, task=_task_of(env))
+        self.diagnostic = health_cfg.task == "diagnostic"
         self.observations: dict[int, str] = {}
         self.trajectory: list[Step] = []
         episode = Episode()
@@ -218,7 +220,7 @@ class PosAgent:
         patch = self.call(
             "belief",
             self.models.belief,
-            prompts.belief_init(goal, observation.text),
+            prompts.belief_init(goal, observation.text, diagnostic=self.diagnostic),
             BeliefPatch,
             step=0,
             max_tokens=self.config.belief_tokens,
@@ -252,7 +254,7 @@ class PosAgent:
         patch = self.call(
             "belief",
             self.models.belief,
-            prompts.belief_update(self._render(belief), step),
+            prompts.belief_update(self._render(belief), step, diagnostic=self.diagnostic),
             BeliefPatch,
             step=step.step,
             max_tokens=self.config.belief_tokens,
@@ -301,7 +303,12 @@ class PosAgent:
             "belief",
             self.models.belief,
             prompts.belief_revision(
-                self._render(base), step, ops, findings, self._evidence(findings, step)
+                self._render(base),
+                step,
+                ops,
+                findings,
+                self._evidence(findings, step),
+                diagnostic=self.diagnostic,
             ),
             BeliefPatch,
             step=step.step,
@@ -390,7 +397,11 @@ class PosAgent:
         fix = self.call(
             "belief",
             self.models.belief,
-            prompts.global_revision(self._render(belief), [_issue_text(i) for i in issues]),
+            prompts.global_revision(
+                self._render(belief),
+                [_issue_text(i) for i in issues],
+                diagnostic=self.diagnostic,
+            ),
             BeliefPatch,
             step=step,
             max_tokens=self.config.belief_tokens,

@@ -44,6 +44,17 @@ Rules: refer to existing records by id; new entities by name. One entity has one
 attribute; a new value replaces the old one. Mark what an observation shows as observed, with
 its step and a short exact quote. Keep only what matters for the goal. Return few ops."""
 
+DIAGNOSIS_NOTE = """
+This is a diagnosis task. Keep each candidate answer (diagnosis, root cause) as an inferred state
+of the patient or system, attribute "hypothesis: <candidate>", with your confidence in it; raise
+or lower that confidence as each finding arrives, and keep an epistemic gap for what would tell
+the candidates apart."""
+
+
+def belief_system(diagnostic: bool) -> str:
+    return BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
+
+
 AUDIT_SYSTEM = """You audit one update of an agent's belief state against what it observed.
 Report only real problems: "internal" when records contradict each other, "external" when a
 record contradicts an observation (give evidence_step and an exact quote from it). Do not invent
@@ -92,28 +103,34 @@ def _actions_block(
     return "Admissible actions:\n" + "\n".join(f"- {a}" for a in shown) + more
 
 
-def belief_init(goal: str, observation: str) -> list[Message]:
+def belief_init(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
     user = (
         f"Goal: {goal}\n\nObservation at step 0:\n{clip(observation)}\n\n"
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
         "and activate the gap to work on first."
     )
-    return [Message("system", BELIEF_SYSTEM), Message("user", user)]
+    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
-def belief_update(belief_text: str, step: Step) -> list[Message]:
+def belief_update(belief_text: str, step: Step, *, diagnostic: bool = False) -> list[Message]:
     user = (
         f"Current belief:\n{belief_text}\n\n"
         f"Action at step {step.step - 1}: {step.action}\n"
         f"Observation at step {step.step}:\n{clip(step.observation)}\n\n"
         "Return the patch that brings the belief up to date with this observation."
     )
-    return [Message("system", BELIEF_SYSTEM), Message("user", user)]
+    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
 def belief_revision(
-    belief_text: str, step: Step, patch: object, findings: Sequence[str], evidence: str
+    belief_text: str,
+    step: Step,
+    patch: object,
+    findings: Sequence[str],
+    evidence: str,
+    *,
+    diagnostic: bool = False,
 ) -> list[Message]:
     user = (
         f"Current belief (before your patch):\n{belief_text}\n\n"
@@ -125,16 +142,18 @@ def belief_revision(
         + (f"\n\nEvidence:\n{evidence}" if evidence else "")
         + "\n\nReturn a corrected patch against the current belief."
     )
-    return [Message("system", BELIEF_SYSTEM), Message("user", user)]
+    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
-def global_revision(belief_text: str, findings: Sequence[str]) -> list[Message]:
+def global_revision(
+    belief_text: str, findings: Sequence[str], *, diagnostic: bool = False
+) -> list[Message]:
     user = (
         f"Current belief:\n{belief_text}\n\nA full audit found these problems:\n"
         + "\n".join(f"- {f}" for f in findings)
         + "\n\nReturn the patch that fixes them."
     )
-    return [Message("system", BELIEF_SYSTEM), Message("user", user)]
+    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
 def audit(

@@ -36,6 +36,9 @@ _SHOWN_ACTIONS = 30
 _QUIT_WORDS = {"quit", "exit", "q"}
 
 
+SUMMARIZE_ABOVE = 40  # `pos envs` summarizes environments with more tasks than this
+
+
 @app.command("envs")
 def envs_command(
     env: Annotated[
@@ -64,16 +67,16 @@ def envs_command(
             table.add_row(name, split or "-", "-", "-", Text("unavailable (see below)", "yellow"))
             problems.append(f"{name}: {exc}")
             continue
-        if name == "alfworld" and env is None:
-            # The official splits hold hundreds of games: summarize unless asked for them.
+        if env is None and len(specs) > SUMMARIZE_ABOVE:
+            # ALFWorld's splits, ClinDiag and RCA hold hundreds of tasks: summarize unless asked.
             counts = Counter(spec.category for spec in specs)
             summary = ", ".join(f"{category} {n}" for category, n in sorted(counts.items()))
             table.add_row(
                 name,
                 specs[0].split,
-                f"{len(specs)} games",
+                f"{len(specs)} tasks",
                 summary,
-                "`pos envs alfworld` lists them",
+                f"`pos envs {name}` lists them",
             )
             continue
         for spec in specs:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -63,6 +65,16 @@ class _LoadedModel:
 # system prompt, the same belief rendering) only evaluate the new suffix.
 _LOADED: dict[tuple[str, int, str], _LoadedModel] = {}
 _LOADING = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free llama.cpp contexts while the interpreter is whole; left to `__del__` at shutdown
+    they fail noisily ("'NoneType' object is not callable") once their modules are gone."""
+    for loaded in list(_LOADED.values()):
+        with contextlib.suppress(Exception):
+            loaded.llama.close()
+    _LOADED.clear()
 
 
 def _shared_model(

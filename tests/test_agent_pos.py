@@ -299,7 +299,13 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
     script = Script(
         init=lambda call: [
             {"op": "upsert_entity", "name": "microwave 1"},
-            {"op": "add_gap", "kind": "achievement", "text": "name the fault", "refs": ["microwave 1"], "activate": True},
+            {
+                "op": "add_gap",
+                "kind": "achievement",
+                "text": "name the fault",
+                "refs": ["microwave 1"],
+                "activate": True,
+            },
             {"op": "add_gap", "kind": "epistemic", "text": "is it broken", "refs": ["microwave 1"]},
         ]
     )
@@ -309,3 +315,19 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
     _, events = run(execution, tmp_path / "exec", env=KitchenEnv(max_steps=9, winning="none"))
     assert next(e for e in events if e["event"] == "health")["blocked"] == "achievement"
     assert "This is a diagnosis task" not in execution.of("init")[0].system
+
+
+def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: Any) -> None:
+    from pos_agent.bench.case import CaseSpec, run_case
+    from pos_agent.llm import BackendError, ModelOptions, ScriptedModel
+
+    down = ScriptedModel(
+        lambda request: BackendError("transport", "connection refused", retryable=True),
+        options=ModelOptions(max_retries=1),
+        sleep=lambda _: None,
+    )
+    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="pos", max_steps=3)
+    result = run_case(spec, tmp_path, run_name="down", load=lambda _spec, _role: down)
+    assert result.status == "infra_error" and not result.success
+    assert "unavailable" in (result.error or "")
+    assert result.tokens["belief"].calls == 1

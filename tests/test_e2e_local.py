@@ -68,12 +68,29 @@ def test_pos_run_with_the_embedded_model_end_to_end(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_ctrl_c_leaves_a_readable_partial_trace_and_a_whole_result(tmp_path: Path) -> None:
-    command = [POS, "run", "alfworld-mini", "heat-mug", "--model", "local", "--max-steps", "40", "--out", str(tmp_path), "--run", "int"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    command = [
+        POS,
+        "run",
+        "alfworld-mini",
+        "heat-mug",
+        "--model",
+        "local",
+        "--max-steps",
+        "40",
+        "--out",
+        str(tmp_path),
+        "--run",
+        "int",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     case = tmp_path / "int" / "pos__alfworld-mini__heat-mug"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
-        if (case / "events.jsonl").exists() and '"event": "action"' in (case / "events.jsonl").read_text():
+        if (case / "events.jsonl").exists() and '"event": "action"' in (
+            case / "events.jsonl"
+        ).read_text():
             break
         time.sleep(0.2)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C

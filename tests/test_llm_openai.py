@@ -400,3 +400,11 @@ def test_key_never_reaches_logs(server: FakeServer, caplog: pytest.LogCaptureFix
         assert model.complete(ASK).text == "ok"
     assert "retry 1/2" in caplog.text
     assert SECRET not in caplog.text
+
+
+def test_openai_without_key_or_server_fails_fast_with_what_to_do() -> None:
+    # no_ambient_credentials (autouse) has removed OPENAI_API_KEY and OPENAI_BASE_URL.
+    with pytest.raises(ModelFailure) as failure:
+        load_model("openai:gpt-4o-mini")
+    assert failure.value.kind == "config"
+    assert "OPENAI_API_KEY" in failure.value.message and "--base-url" in failure.value.message

@@ -11,11 +11,12 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from pos_agent.envs import Environment, Observation
+from pos_agent.envs import Environment, InfrastructureError, Observation
 from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
 from pos_agent.trace import TraceWriter
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
+UNAVAILABLE = ("transport", "timeout")  # failure kinds that end the case as infra_error
 
 
 @dataclass
@@ -85,6 +86,18 @@ class RoleCaller:
             )
         except ModelFailure as failure:
             self.ledger.record(role, failure, step)
+            if failure.kind in UNAVAILABLE:
+                # A server that stays unreachable after the retries is an infrastructure
+                # failure: the case is reported (and retried by `pos bench`), not scored.
+                self.emit(
+                    "model_failure",
+                    step,
+                    role=role,
+                    purpose=purpose,
+                    kind=failure.kind,
+                    message=failure.message,
+                )
+                raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
             self.emit(
                 "model_failure",
                 step,

@@ -129,6 +129,14 @@ def _build(
         key_env = "OPENAI_API_KEY"
         base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = secret_value(options.api_key) or os.environ.get(key_env) or None
+        if api_key is None and base_url is None:
+            # Local servers (vLLM, Ollama, llama.cpp) need no key; OpenAI itself always does.
+            raise BackendError(
+                "config",
+                f"no OpenAI API key: set {key_env}, or pass --base-url for an "
+                "OpenAI-compatible server that needs none (vLLM, Ollama, llama.cpp server)",
+                retryable=False,
+            )
     backend_openai = OpenAICompatibleBackend(
         spec.target,
         base_url=base_url,

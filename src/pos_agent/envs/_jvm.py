@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from pos_agent.envs._episode import BudgetedEnvironment
 from pos_agent.envs._types import EnvError
 
 # Seconds to wait for the JVM to exit by itself after the gateway is shut down.
@@ -66,3 +67,52 @@ def stop_backend(backend: Any) -> None:
 
 def _already_closed() -> None:
     return None
+
+
+class JvmEnvironment(BudgetedEnvironment):
+    """What the Java-backed adapters share: a py4j backend process, a gold path walked by the
+    expert, restart after a crash, and a close that stops the JVM.
+
+    Subclasses start their backend in `_start_backend` and (re)load the task, including
+    `self._gold`, in `_load`.
+    """
+
+    _backend: Any = None
+    _gold: list[str]
+    _gold_position: int = 0
+    _on_gold_path: bool = True
+
+    def _start_backend(self) -> Any:
+        raise NotImplementedError
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def backend_pid(self) -> int | None:
+        """Process id of the JVM this environment started (None once closed)."""
+        process = java_process(self._backend) if self._backend is not None else None
+        return process.pid if process is not None else None
+
+    @property
+    def gold_path(self) -> list[str]:
+        """The simulator's gold action sequence for the current task."""
+        return list(self._gold)
+
+    def _crash_errors(self) -> tuple[type[BaseException], ...]:
+        return crash_errors()
+
+    def _expert_action(self) -> str | None:
+        if self._on_gold_path and self._gold_position < len(self._gold):
+            return self._gold[self._gold_position]
+        return None
+
+    def _backend_restart(self) -> None:
+        stop_backend(self._backend)
+        self._backend = self._start_backend()
+        self._load()
+
+    def _backend_close(self) -> None:
+        if self._backend is not None:
+            stop_backend(self._backend)
+            self._backend = None

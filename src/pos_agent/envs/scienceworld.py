@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.envs._jvm import crash_errors, java_process, require_java, stop_backend
+from pos_agent.envs._episode import BackendResult
+from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
 from pos_agent.envs._types import EnvError, TaskSpec
 
 ENV_NAME = "scienceworld"
@@ -86,7 +86,7 @@ def _describe_variations(variations: list[int]) -> str:
     return ", ".join(str(v) for v in variations)
 
 
-class ScienceWorldEnvironment(BudgetedEnvironment):
+class ScienceWorldEnvironment(JvmEnvironment):
     """One ScienceWorld task variation behind the common interface."""
 
     name: str = ENV_NAME
@@ -123,20 +123,6 @@ class ScienceWorldEnvironment(BudgetedEnvironment):
             stop_backend(self._backend)
             raise
 
-    @property
-    def backend_pid(self) -> int | None:
-        """Process id of the JVM this environment started (None once closed)."""
-        process = java_process(self._backend) if self._backend is not None else None
-        return process.pid if process is not None else None
-
-    @property
-    def gold_path(self) -> list[str]:
-        """The simulator's gold action sequence for this variation."""
-        return list(self._gold)
-
-    def _crash_errors(self) -> tuple[type[BaseException], ...]:
-        return crash_errors()
-
     def _start_backend(self) -> Any:
         module = _import_scienceworld()
         # The simulator's own step limit is disabled: the budget is enforced here.
@@ -167,11 +153,6 @@ class ScienceWorldEnvironment(BudgetedEnvironment):
             self.task_id, self.variation, self.simplifications, generateGoldPath=True
         )
         self._gold = [str(action) for action in self._backend.get_gold_action_sequence()]
-
-    def _expert_action(self) -> str | None:
-        if self._on_gold_path and self._gold_position < len(self._gold):
-            return self._gold[self._gold_position]
-        return None
 
     def _extra(self) -> dict[str, Any]:
         return {"variation": self.variation, "expert_on_gold_path": self._on_gold_path}
@@ -225,16 +206,6 @@ class ScienceWorldEnvironment(BudgetedEnvironment):
             expert_action=self._expert_action(),
             extra={**self._extra(), "raw_score": raw_score},
         )
-
-    def _backend_restart(self) -> None:
-        stop_backend(self._backend)
-        self._backend = self._start_backend()
-        self._load()
-
-    def _backend_close(self) -> None:
-        if self._backend is not None:
-            stop_backend(self._backend)
-            self._backend = None
 
 
 def _first_reading(prompt: str) -> str:

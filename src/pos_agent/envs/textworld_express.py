@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.envs._jvm import crash_errors, java_process, require_java, stop_backend
+from pos_agent.envs._episode import BackendResult
+from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
 from pos_agent.envs._types import EnvError, TaskSpec
 
 ENV_NAME = "textworld-express"
@@ -127,7 +127,7 @@ def parse_game_params(params: str | Mapping[str, Any] | None) -> dict[str, int]:
     return parsed
 
 
-class TextWorldExpressEnvironment(BudgetedEnvironment):
+class TextWorldExpressEnvironment(JvmEnvironment):
     """One TextWorldExpress game instance (game + parameters + seed) behind the interface."""
 
     name: str = ENV_NAME
@@ -168,20 +168,6 @@ class TextWorldExpressEnvironment(BudgetedEnvironment):
             stop_backend(self._backend)
             raise
 
-    @property
-    def backend_pid(self) -> int | None:
-        """Process id of the JVM this environment started (None once closed)."""
-        process = java_process(self._backend) if self._backend is not None else None
-        return process.pid if process is not None else None
-
-    @property
-    def gold_path(self) -> list[str]:
-        """The simulator's gold action sequence for the current episode."""
-        return list(self._gold)
-
-    def _crash_errors(self) -> tuple[type[BaseException], ...]:
-        return crash_errors()
-
     def _start_backend(self) -> Any:
         module = _import_twx()
         # The simulator's own step limit is disabled: the budget is enforced here.
@@ -210,11 +196,6 @@ class TextWorldExpressEnvironment(BudgetedEnvironment):
                 f"choose one of {seeds[0]}-{seeds[-1]}."
             )
         return seed
-
-    def _expert_action(self) -> str | None:
-        if self._on_gold_path and self._gold_position < len(self._gold):
-            return self._gold[self._gold_position]
-        return None
 
     def _extra(self) -> dict[str, Any]:
         return {
@@ -264,13 +245,3 @@ class TextWorldExpressEnvironment(BudgetedEnvironment):
             expert_action=self._expert_action(),
             extra=self._extra(),
         )
-
-    def _backend_restart(self) -> None:
-        stop_backend(self._backend)
-        self._backend = self._start_backend()
-        self._load()
-
-    def _backend_close(self) -> None:
-        if self._backend is not None:
-            stop_backend(self._backend)
-            self._backend = None

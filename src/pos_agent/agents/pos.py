@@ -99,9 +99,9 @@ class PosConfig:
     """No-progress transitions shown with a recovery constraint."""
     render_entities: int | None = 40
     """Entities rendered into the policy prompt (active gap's first); None for all."""
-    policy_tokens: int = 96
-    belief_tokens: int = 640
-    sentinel_tokens: int = 320
+    policy_tokens: int = 128
+    belief_tokens: int = 768
+    sentinel_tokens: int = 512
     temperature: float = 0.0
 
 

@@ -39,7 +39,7 @@ class RawAgent:
         ledger: TokenLedger | None = None,
         trace: TraceWriter | None = None,
         on_step: StepCallback | None = None,
-        policy_tokens: int = 96,
+        policy_tokens: int = 128,
         max_history_chars: int = 24_000,
         temperature: float = 0.0,
     ) -> None:

@@ -16,8 +16,11 @@ from pydantic import BaseModel, Field, create_model
 
 # Bounded strings and lists keep every answer finite: a small model under constrained decoding
 # otherwise happily repeats an item until it runs out of tokens.
-Name = Annotated[str, Field(max_length=60)]
-Text = Annotated[str, Field(max_length=120)]
+# Sized with the agents' token budgets (PosConfig): an answer near its bounds still fits at a
+# few characters per token, so constrained decoding closes its JSON instead of being cut off.
+Name = Annotated[str, Field(max_length=40)]
+Text = Annotated[str, Field(max_length=80)]
+Thought = Annotated[str, Field(max_length=60)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Literal["observed", "inferred"]
 Evidence = Annotated[list[int], Field(max_length=2)]
@@ -91,7 +94,7 @@ PatchOp = (
 class BeliefPatch(BaseModel):
     """The belief model's answer: a patch to the current belief (few ops per step)."""
 
-    ops: Annotated[list[PatchOp], Field(max_length=8)] = Field(default_factory=list)
+    ops: Annotated[list[PatchOp], Field(max_length=6)] = Field(default_factory=list)
 
 
 class AuditIssue(BaseModel):
@@ -129,7 +132,7 @@ class GlobalAudit(BaseModel):
 class PolicyAnswer(BaseModel):
     """The task agent's decision when actions are free text."""
 
-    thought: Text
+    thought: Thought
     action: Text
 
 
@@ -152,7 +155,7 @@ def policy_schema(actions: tuple[str, ...] | None) -> type[BaseModel]:
     choice: Any = Literal[actions]
     return create_model(
         "PolicyChoice",
-        thought=(Text, ...),
+        thought=(Thought, ...),
         action=(choice, ...),
     )
 
@@ -166,7 +169,7 @@ def tool_schema(names: tuple[str, ...]) -> type[BaseModel]:
     choice: Any = Literal[names]
     return create_model(
         "ToolChoice",
-        thought=(Text, ...),
+        thought=(Thought, ...),
         tool=(choice, ...),
         args=(Annotated[dict[str, Scalar], Field(max_length=4)], ...),
     )

@@ -317,3 +317,12 @@ def test_a_repair_turn_that_cannot_be_sent_reports_the_original_problem() -> Non
     assert caught.value.kind == "truncated"
     assert "does not fit the context" in caught.value.message
     assert caught.value.last_text == '{"thought": '
+
+
+def test_raw_control_characters_inside_strings_are_accepted() -> None:
+    from pos_agent.llm._structured import extract_json_object
+
+    assert extract_json_object('{"thought": "line one\nline two\t!", "action": "look"}') == {
+        "thought": "line one\nline two\t!",
+        "action": "look",
+    }

@@ -146,8 +146,10 @@ def validate_action(
     them; otherwise the nearest admissible action is used and the repair is reported.
     """
     text = " ".join((proposed or "").split())
+    if not text:
+        return None, "no action was proposed"
     if not admissible:
-        return (text or None), None
+        return text, None
     if text in admissible:
         return text, None
     lowered = {a.lower(): a for a in admissible}

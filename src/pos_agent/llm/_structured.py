@@ -89,7 +89,9 @@ def extract_json_object(text: str) -> Any:
     """
     fenced = _FENCE.search(text)
     candidate = fenced.group(1) if fenced else text
-    decoder = json.JSONDecoder()
+    # strict=False: a raw newline or tab inside a string (small models under a grammar write
+    # them) is read as that character instead of failing the whole answer.
+    decoder = json.JSONDecoder(strict=False)
     first_error: json.JSONDecodeError | None = None
     starts = [i for i, ch in enumerate(candidate) if ch == "{"][:_MAX_OBJECT_STARTS]
     for start in starts:

@@ -11,7 +11,8 @@ DEMO_STEPS ?= 12
 # Install uv with pip when it is missing, then the locked environment (all extras).
 install: .venv/.installed
 .venv/.installed: pyproject.toml uv.lock
-	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --user --quiet uv
+	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --user --quiet uv \
+		|| python3 -m pip install --user --quiet --break-system-packages uv
 	$(UV) sync --frozen --all-extras
 	@touch $@
 

@@ -339,3 +339,16 @@ def test_report_of_real_runs_from_the_harness(tmp_path: Path) -> None:
     assert data.overall["expert"] == Rate(1, 1)
     assert data.tokens["raw"].prompt["policy"] > 0
     assert "| alfworld-mini | Transform |" in written.markdown
+
+
+def test_recorded_health_check_flag_decides_whether_trapping_was_measured() -> None:
+    data = aggregate(
+        [
+            case("my_agent", extra={"health_checked": True}, trapped=2, patterns={"static": 2}),
+            case("pos", extra={"health_checked": False}),
+            case("raw"),
+        ]
+    )
+    assert data.trapping["my_agent"].measured
+    assert not data.trapping["pos"].measured, "the recorded flag wins over the method name"
+    assert not data.trapping["raw"].measured, "older results fall back to the method name"

@@ -30,8 +30,16 @@ PATTERNS = ("static", "cycle", "drift", "none")
 STATUSES = ("success", "failure", "error", "infra_error", "interrupted")
 UNSCORED = frozenset({"infra_error", "interrupted"})
 # These methods never run the health check, so their trapped-step count is zero by construction,
-# not a measurement; the trapping table says "n/a" for them instead of a misleading 0%.
+# not a measurement; the trapping table says "n/a" for them instead of a misleading 0%. Results
+# that record `extra["health_checked"]` say so themselves; this list covers older ones.
 TRAPPING_UNMEASURED = frozenset({"no_trapping", "raw", "expert"})
+
+
+def health_checked(case: CaseResult) -> bool:
+    recorded = case.extra.get("health_checked")
+    return recorded if isinstance(recorded, bool) else case.agent not in TRAPPING_UNMEASURED
+
+
 DEFAULT_CONTEXT_FIELD = "context_length"
 
 
@@ -251,9 +259,7 @@ def aggregate(
             stats.completion[role] += used.completion_tokens
             stats.calls[role] += used.calls
 
-        trap = trapping.setdefault(
-            method, TrappingStats(measured=case.agent not in TRAPPING_UNMEASURED)
-        )
+        trap = trapping.setdefault(method, TrappingStats(measured=health_checked(case)))
         trapped = case.trapped_steps > 0
         trap.incidence.add(trapped)
         trap.trapped_steps.add(case.trapped_steps)

@@ -331,3 +331,19 @@ def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: An
     assert result.status == "infra_error" and not result.success
     assert "unavailable" in (result.error or "")
     assert result.tokens["belief"].calls == 1
+
+
+def test_case_setting_for_the_global_audit_reaches_the_agent(tmp_path: Any) -> None:
+    from pos_agent.bench.case import CaseSpec, run_case
+
+    counts = {}
+    for every in (2, 0):
+        spec = CaseSpec(
+            env="alfworld-mini", task="heat-mug", agent="pos", max_steps=6, global_audit_every=every
+        )
+        run_case(spec, tmp_path / str(every), run_name="g", load=lambda _s, _r: Script().model())
+        events = read_events(tmp_path / str(every))
+        counts[every] = sum(
+            e.get("purpose") == "global_audit" for e in events if e["event"] == "model_call"
+        )
+    assert counts == {2: 2, 0: 0}  # after steps 2 and 4; step 6 ends the episode first

@@ -144,3 +144,9 @@ def test_killing_a_real_run_loses_no_finished_result(tmp_path: Path) -> None:
     assert all(after[name]["started_at"] == started for name, started in before.items()), (
         "finished cases rerun"
     )
+
+
+def test_suite_method_settings_reach_the_case() -> None:
+    cases = load_suite("rca-nezha").cases(["pos", "raw"], "local", limit=1)
+    settings = {c.agent: c.global_audit_every for c in cases}
+    assert settings == {"pos": 32, "raw": None}

@@ -44,6 +44,7 @@ class CaseSpec:
     model: str = "local"
     role_models: dict[str, str] = field(default_factory=dict)  # overrides per role
     recovery: RecoveryMode = "soft"
+    global_audit_every: int | None = None  # PoS variants: None keeps PosConfig's (8)
     max_steps: int | None = None
     split: str | None = None
     seed: int | None = None
@@ -198,6 +199,8 @@ def _build_agent(
         return RawAgent(models["policy"], ledger=ledger, trace=trace, on_step=on_step)
     variant = next(v for v in VARIANTS if v == spec.agent)
     config = replace(pos_config or PosConfig(), variant=variant, recovery=spec.recovery)
+    if spec.global_audit_every is not None:
+        config = replace(config, global_audit_every=spec.global_audit_every)
     return PosAgent(
         RoleModels(models["policy"], models["belief"], models["sentinel"]),
         config,

@@ -38,6 +38,8 @@ class MethodSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     recovery: Literal["soft", "hard", "both"] = "soft"
     """Recovery mode of PoS variants."""
+    global_audit_every: int | None = Field(default=None, ge=0)
+    """Steps between global audits of PoS variants (paper: 8; 32 on long-context tool tasks)."""
     max_steps: int | None = Field(default=None, ge=1)
     """Overrides the suite's budget for this method."""
 
@@ -91,6 +93,7 @@ class Suite(BaseModel):
                             agent=agent,
                             model=model,
                             recovery=settings.recovery,
+                            global_audit_every=settings.global_audit_every,
                             max_steps=settings.max_steps or self.max_steps,
                             split=self.split,
                             seed=seed,

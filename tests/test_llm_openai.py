@@ -24,6 +24,7 @@ from pos_agent.llm import (
     TokenLedger,
     load_model,
 )
+from pos_agent.llm._options import DASHSCOPE_BASE_URL
 from pos_agent.llm._secrets import public_url
 
 ASK = [Message("system", "You find things."), Message("user", "Where is the mug?")]
@@ -385,11 +386,14 @@ def test_dashscope_uses_its_key_and_compatible_mode(
     assert server.seen[0].headers["authorization"] == f"Bearer {SECRET}"
     assert server.seen[0].body["model"] == "qwen-plus"
     default = load_model("dashscope:qwen-plus")
-    assert default.backend.base_url == "https://dashscope.aliyuncs.com/compatible-mode/v1"
+    assert default.backend.base_url == DASHSCOPE_BASE_URL  # only compared, never contacted
 
 
 def test_public_url_drops_credentials() -> None:
-    assert public_url("https://user:pw@host:8443/v1/?key=abc#x") == "https://host:8443/v1"
+    assert (
+        public_url("https://user:pw@example.com:8443/v1/?key=abc#x")
+        == "https://example.com:8443/v1"
+    )
     assert public_url(None) is None
 
 

@@ -165,7 +165,11 @@ class PosAgent:
         constraint: RecoveryConstraint | None = None
         try:
             for t in range(env.max_steps):
-                state_before = world_fingerprint(world_keys(belief))
+                # The keys of the last window entry are this belief's, unless a global audit
+                # changed it since; computing them is the costly part on large beliefs.
+                latest = window[-1] if window else None
+                keys = latest.world if latest and latest.belief is belief else world_keys(belief)
+                state_before = world_fingerprint(keys)
                 action, fell_back = self.decide(env.goal, belief, observation, t, constraint)
                 observation = env.step(action)
                 episode.steps = t + 1
@@ -192,7 +196,13 @@ class PosAgent:
                 if cfg.variant != "no_trapping" and len(window) >= health_cfg.window:
                     report = self.assess(window, belief, health_cfg)
                     constraint = self.recover(
-                        report, transitions, belief, constraint, health_cfg, episode
+                        report,
+                        transitions,
+                        belief,
+                        constraint,
+                        health_cfg,
+                        episode,
+                        current_state=world_fingerprint(window[-1].world),
                     )
                 if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
                     belief = self.global_audit(belief, t + 1)
@@ -507,6 +517,8 @@ class PosAgent:
         constraint: RecoveryConstraint | None,
         cfg: HealthConfig,
         episode: Episode,
+        *,
+        current_state: int,
     ) -> RecoveryConstraint | None:
         if report.trapped:
             episode.trapped_steps += 1
@@ -514,12 +526,11 @@ class PosAgent:
             if self.config.variant == "generic_recovery":
                 new = generic_recovery(report, belief)
             else:
-                current = world_fingerprint(world_keys(belief))
                 new = compose_recovery(
                     report,
                     transitions,
                     belief,
-                    current_state=current,
+                    current_state=current_state,
                     max_recent=self.config.max_recent,
                 )
             if constraint is None:

@@ -191,29 +191,13 @@ class Belief:
                 for e in self.entities.values()
             ],
             "states": [
-                {
-                    "id": s.id,
-                    "entity": s.entity,
-                    "attribute": s.attribute,
-                    "value": s.value,
-                    "confidence": s.confidence,
-                    "source": s.source,
-                    "evidence": list(s.evidence),
-                    "quote": s.quote,
-                }
+                _with_provenance(
+                    s, {"entity": s.entity, "attribute": s.attribute, "value": s.value}
+                )
                 for s in self.states.values()
             ],
             "relations": [
-                {
-                    "id": r.id,
-                    "src": r.src,
-                    "type": r.type,
-                    "dst": r.dst,
-                    "confidence": r.confidence,
-                    "source": r.source,
-                    "evidence": list(r.evidence),
-                    "quote": r.quote,
-                }
+                _with_provenance(r, {"src": r.src, "type": r.type, "dst": r.dst})
                 for r in self.relations.values()
             ],
             "gaps": [
@@ -248,23 +232,13 @@ class Belief:
                     entity=s["entity"],
                     attribute=s["attribute"],
                     value=s["value"],
-                    confidence=float(s["confidence"]),
-                    source=s.get("source", "inferred"),
-                    evidence=tuple(int(x) for x in s.get("evidence", [])),
-                    quote=s.get("quote"),
+                    **_provenance_of(s),
                 )
                 for s in data["states"]
             }
             relations = {
                 r["id"]: Relation(
-                    id=r["id"],
-                    src=r["src"],
-                    type=r["type"],
-                    dst=r["dst"],
-                    confidence=float(r["confidence"]),
-                    source=r.get("source", "inferred"),
-                    evidence=tuple(int(x) for x in r.get("evidence", [])),
-                    quote=r.get("quote"),
+                    id=r["id"], src=r["src"], type=r["type"], dst=r["dst"], **_provenance_of(r)
                 )
                 for r in data["relations"]
             }
@@ -292,3 +266,23 @@ class Belief:
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not a serialized belief: {exc!r}") from exc
+
+
+def _with_provenance(record: State | Relation, fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        **fields,
+        "confidence": record.confidence,
+        "source": record.source,
+        "evidence": list(record.evidence),
+        "quote": record.quote,
+    }
+
+
+def _provenance_of(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "confidence": float(data["confidence"]),
+        "source": data.get("source", "inferred"),
+        "evidence": tuple(int(x) for x in data.get("evidence", [])),
+        "quote": data.get("quote"),
+    }

@@ -390,10 +390,9 @@ def test_dashscope_uses_its_key_and_compatible_mode(
 
 
 def test_public_url_drops_credentials() -> None:
-    assert (
-        public_url("https://user:pw@example.com:8443/v1/?key=abc#x")
-        == "https://example.com:8443/v1"
-    )
+    credentials = "user:pw"
+    with_secrets = f"https://{credentials}@example.com:8443/v1/?key=abc#x"
+    assert public_url(with_secrets) == "https://example.com:8443/v1"
     assert public_url(None) is None
 
 

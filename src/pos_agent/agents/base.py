@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from pos_agent.agents.schemas import action_text
 from pos_agent.envs import Environment, InfrastructureError, Observation
 from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
 from pos_agent.trace import TraceWriter
@@ -126,6 +127,29 @@ class RoleCaller:
         )
         parsed = answer.parsed
         return parsed if isinstance(parsed, schema) else None
+
+    def settle_action(
+        self,
+        answer: BaseModel | None,
+        admissible: Sequence[str] | None,
+        recent: Sequence[str],
+        step: int,
+    ) -> tuple[str, bool]:
+        """The action to send for a policy answer, traced, and whether the step degraded.
+
+        A valid answer goes as it is; an inadmissible one is repaired to the nearest admissible
+        action; no usable answer falls back to `fallback_action` (avoiding the `recent` ones).
+        """
+        action, repair = validate_action(action_text(answer), admissible)
+        if action is None:
+            action = fallback_action(admissible, recent)
+            self.emit(
+                "degraded", step, role="policy", fallback=action, reason=repair or "no answer"
+            )
+        elif repair:
+            self.emit("degraded", step, role="policy", repaired_to=action, reason=repair)
+        self.emit("action", step, action=action, thought=getattr(answer, "thought", ""))
+        return action, answer is None or repair is not None
 
     def emit(self, event: str, step: int | None = None, **payload: Any) -> None:
         if self.trace is not None:

@@ -30,10 +30,8 @@ from pos_agent.agents.base import (
     RoleCaller,
     StepCallback,
     StepInfo,
-    fallback_action,
     finish,
     observation_info,
-    validate_action,
 )
 from pos_agent.agents.prompts import Step
 from pos_agent.agents.schemas import (
@@ -42,7 +40,6 @@ from pos_agent.agents.schemas import (
     BeliefPatch,
     GlobalAudit,
     ProgressJudgment,
-    action_text,
     decision_schema,
 )
 from pos_agent.belief import (
@@ -462,17 +459,9 @@ class PosAgent:
             temperature=self.config.temperature,
             purpose="act",
         )
-        action, repair = validate_action(action_text(answer), admissible)
-        if action is None:
-            recent = [s.action for s in self.trajectory[-2:]]
-            action = fallback_action(admissible, recent)
-            self.call.emit(
-                "degraded", t, role="policy", fallback=action, reason=repair or "no answer"
-            )
-        elif repair:
-            self.call.emit("degraded", t, role="policy", repaired_to=action, reason=repair)
-        self.call.emit("action", t, action=action, thought=getattr(answer, "thought", ""))
-        return action, int(answer is None or repair is not None)
+        recent = [s.action for s in self.trajectory[-2:]]
+        action, degraded = self.call.settle_action(answer, admissible, recent, t)
+        return action, int(degraded)
 
     # -- active gap, health, recovery ----------------------------------------------------------
 

@@ -15,13 +15,11 @@ from pos_agent.agents.base import (
     RoleCaller,
     StepCallback,
     StepInfo,
-    fallback_action,
     finish,
     observation_info,
-    validate_action,
 )
 from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import action_text, decision_schema
+from pos_agent.agents.schemas import decision_schema
 from pos_agent.envs import Environment
 from pos_agent.llm import Model, TokenLedger
 from pos_agent.trace import TraceWriter
@@ -71,17 +69,9 @@ class RawAgent:
                     temperature=self.temperature,
                     purpose="act",
                 )
-                action, repair = validate_action(action_text(answer), admissible)
-                degraded = action is None
-                if action is None:
-                    action = fallback_action(admissible, [s.action for s in history[-2:]])
-                    self.call.emit(
-                        "degraded", t, role="policy", fallback=action, reason=repair or "no answer"
-                    )
-                elif repair:
-                    self.call.emit("degraded", t, role="policy", repaired_to=action, reason=repair)
+                recent = [s.action for s in history[-2:]]
+                action, degraded = self.call.settle_action(answer, admissible, recent, t)
                 episode.degraded_steps += degraded
-                self.call.emit("action", t, action=action, thought=getattr(answer, "thought", ""))
                 observation = env.step(action)
                 episode.steps = t + 1
                 self.call.emit("observation", t + 1, **observation_info(observation))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pos_agent.belief.model import (
@@ -61,7 +61,6 @@ class PatchOutcome:
     rejected: list[RejectedOp]
     applied: list[dict[str, Any]]  # the accepted ops, normalized (resolved ids, defaults filled)
     changed: frozenset[str]  # ids of records created, changed or removed
-    slot_values: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
 
 class _Reject(Exception):
@@ -202,9 +201,7 @@ class _Draft:
             step=self.step,
             next_id=self.next_id,
         )
-        return PatchOutcome(
-            belief, rejected, self.applied, frozenset(self.changed), self.slot_values
-        )
+        return PatchOutcome(belief, rejected, self.applied, frozenset(self.changed))
 
 
 # -- field readers: each raises _Reject with a reason a model can act on -----------------------

@@ -162,7 +162,9 @@ def run_case(
             steps=episode.steps,
             max_steps=max_steps,
             tokens={
-                role: RoleTokens(**_tokens(t)) for role, t in ledger.by_role().items() if t["calls"]
+                role: RoleTokens.model_validate(t)
+                for role, t in ledger.by_role().items()
+                if t["calls"]
             },
             trapped_steps=episode.trapped_steps,
             patterns=dict(episode.patterns),
@@ -245,11 +247,3 @@ class _TracedExpert:
 def _category(env: Any) -> str | None:
     value = getattr(env, "category", None)
     return str(value) if value else None
-
-
-def _tokens(totals: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: totals[k]
-        for k in ("calls", "prompt_tokens", "completion_tokens", "latency_s")
-        if k in totals
-    }

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,7 @@ class Progress:
     done: int = 0
     by_agent: dict[str, Counter[str]] = field(default_factory=dict)
 
-    def add(self, result: CaseResult) -> None:
-        self.done += 1
+    def count(self, result: CaseResult) -> None:
         self.by_agent.setdefault(result.agent, Counter())[result.status] += 1
 
     def success_line(self) -> str:
@@ -96,11 +95,12 @@ def run_bench(
     todo, results = pending(specs, run_dir, config.resume)
     progress = Progress(total=len(specs), skipped=len(results))
     for result in results:
-        progress.by_agent.setdefault(result.agent, Counter())[result.status] += 1
+        progress.count(result)
     run_name = run_dir.name
     for result in _execute(todo, config, run_name):
         results.append(result)
-        progress.add(result)
+        progress.done += 1
+        progress.count(result)
         write_summary(run_dir, results, progress)
         if on_result is not None:
             on_result(result, progress)
@@ -225,7 +225,3 @@ def write_summary(run_dir: Path, results: list[CaseResult], progress: Progress) 
 
 def write_config(run_dir: Path, data: dict[str, Any]) -> None:
     write_json_atomic(run_dir / "config.json", data)
-
-
-def spec_dict(spec: CaseSpec) -> dict[str, Any]:
-    return asdict(spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +22,6 @@ from pos_agent.bench.case import AGENTS
 from pos_agent.bench.runner import (
     BenchConfig,
     run_bench,
-    spec_dict,
     write_config,
 )
 from pos_agent.bench.runner import (
@@ -106,7 +106,7 @@ def bench(
             "agents": methods,
             "model": model,
             "workers": workers,
-            "cases": [spec_dict(s) for s in specs],
+            "cases": [asdict(s) for s in specs],
         },
     )
     config = BenchConfig(

@@ -126,14 +126,13 @@ def measure(records: int, steps: int, config: HealthConfig) -> dict[str, float]:
         t0 = time.perf_counter()
         outcome = apply_patch_detailed(belief, patch)
         t1 = time.perf_counter()
-        findings = check_rules(outcome.belief, observations, patch=patch, changed=outcome.changed)
+        check_rules(outcome.belief, observations, patch=patch, changed=outcome.changed)
         t2 = time.perf_counter()
         window.append(_window_step(outcome.belief))
         t3 = time.perf_counter()
         report = assess_window(list(window), config)
         t4 = time.perf_counter()
         assert report.ready and outcome.rejected == [], outcome.rejected
-        del findings
         belief = outcome.belief
         for name, value in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
             value_ms = value * 1000.0

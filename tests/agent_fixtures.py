@@ -65,6 +65,11 @@ class Call:
     choices: list[str] | None
     system: str = ""
 
+    @property
+    def observed_step(self) -> int:
+        """The step of the observation a belief update is about."""
+        return int(self.user.split("Observation at step ")[1].split(":")[0])
+
 
 Policy = Callable[[Call], str]
 Patch = Callable[[Call], list[dict[str, Any]]]

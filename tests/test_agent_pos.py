@@ -131,7 +131,7 @@ def test_patch_contradicting_the_observation_is_rejected_and_previous_belief_kep
     tmp_path: Any,
 ) -> None:
     def update(call: Call) -> list[dict[str, Any]]:
-        step = int(call.user.split("Observation at step ")[1].split(":")[0])
+        step = call.observed_step
         return [
             {
                 "op": "upsert_state",
@@ -274,7 +274,7 @@ def test_diagnosis_progress_is_the_confidence_change_of_eq4(tmp_path: Any) -> No
     confidence = {1: 0.2, 2: 0.9, 3: 0.95}
 
     def update(call: Call) -> list[dict[str, Any]]:
-        step = int(call.user.split("Observation at step ")[1].split(":")[0])
+        step = call.observed_step
         return [
             {
                 "op": "upsert_state",
@@ -347,3 +347,35 @@ def test_case_setting_for_the_global_audit_reaches_the_agent(tmp_path: Any) -> N
             e.get("purpose") == "global_audit" for e in events if e["event"] == "model_call"
         )
     assert counts == {2: 2, 0: 0}  # after steps 2 and 4; step 6 ends the episode first
+
+
+def test_every_event_the_harness_writes_is_a_declared_kind(tmp_path: Any) -> None:
+    from pos_agent.bench.case import CaseSpec, run_case
+    from pos_agent.trace import EVENT_KINDS
+
+    def update(call: Call) -> list[dict[str, Any]]:
+        step = call.observed_step
+        return [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "door",
+                "value": "open",
+                "evidence": [step],
+            }
+        ]
+
+    seen: set[str] = set()
+    for name, script in (
+        ("trap", Script(policy=recovering_policy)),
+        ("reject", Script(update=update)),
+    ):
+        _, events = run(script, tmp_path / name)
+        seen |= {e["event"] for e in events}
+    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", max_steps=2)
+    run_case(
+        spec, tmp_path / "raw", run_name="k", load=lambda _s, _r: Script(malformed={"raw"}).model()
+    )
+    seen |= {e["event"] for e in read_events(tmp_path / "raw")}
+    assert {"episode_start", "episode_end", "recovery", "belief_reject", "model_failure"} <= seen
+    assert seen <= set(EVENT_KINDS), seen - set(EVENT_KINDS)

@@ -4,7 +4,7 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: install test lint typecheck pytest demo bench-overhead clean
+.PHONY: install test test-fast lint typecheck pytest demo bench-overhead clean
 
 DEMO_STEPS ?= 12
 
@@ -27,6 +27,10 @@ pytest: install
 	$(RUN) pytest
 
 test: lint typecheck pytest
+
+# The edit loop: lint, types and every test not marked slow. CI runs the full `make test`.
+test-fast: lint typecheck
+	$(RUN) pytest -m "not slow"
 
 # One PoS episode on alfworld-mini heat-mug with the embedded local model (no key, no network),
 # then the trace rendered as one HTML page.

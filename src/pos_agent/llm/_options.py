@@ -11,6 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 CacheMode = Literal["off", "read", "write", "readwrite"]
 
 DEFAULT_CACHE_PATH = Path(".pos-cache") / "llm.sqlite"
+CACHE_DIR_ENV = "POS_CACHE_DIR"
+
+
+def default_cache_path() -> Path:
+    """`$POS_CACHE_DIR/llm.sqlite` when that variable is set, else `.pos-cache/llm.sqlite`."""
+    folder = os.environ.get(CACHE_DIR_ENV)
+    return Path(folder) / DEFAULT_CACHE_PATH.name if folder else DEFAULT_CACHE_PATH
+
+
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 
 
@@ -57,8 +66,9 @@ class ModelOptions(BaseModel):
     seed: int = 0
     """Sampling seed, passed to every backend that accepts one."""
 
-    cache_path: Path = DEFAULT_CACHE_PATH
-    """SQLite file of the response cache."""
+    cache_path: Path = Field(default_factory=default_cache_path)
+    """SQLite file of the response cache (default: $POS_CACHE_DIR/llm.sqlite, else
+    .pos-cache/llm.sqlite in the working folder)."""
 
     cache_mode: CacheMode = "off"
     """off: no cache; read: replay hits, never store; write: always call, store;

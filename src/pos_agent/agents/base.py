@@ -83,7 +83,12 @@ class RoleCaller:
     ) -> SchemaT | None:
         try:
             answer = model.complete(
-                messages, schema=schema, max_tokens=max_tokens, temperature=temperature
+                messages,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                role=role,
+                purpose=purpose,
             )
         except ModelFailure as failure:
             self.ledger.record(role, failure, step)

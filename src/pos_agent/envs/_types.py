@@ -37,6 +37,12 @@ class Observation:
     text: str
     admissible_actions: list[str] | None = None
     tools: list[dict[str, Any]] | None = None
+    max_calls: int = 1
+    """Tool environments: how many tool calls one action may carry (a JSON list of calls)."""
+    fallback_action: str | None = None
+    """A valid, harmless action the environment offers for a step where the agent produced
+    none (tool environments: a read-only tool call). None: the harness picks one from the
+    admissible actions."""
     done: bool = False
     success: bool = False
     score: float = 0.0

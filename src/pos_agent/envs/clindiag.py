@@ -767,7 +767,7 @@ class RoleModel:
                 self._model = self.spec
         try:
             answer = self._model.complete(
-                messages, schema=schema, max_tokens=max_tokens, temperature=0.0
+                messages, schema=schema, max_tokens=max_tokens, temperature=0.0, role=self.role
             )
         except ModelFailure as failure:
             self.ledger.record(self.role, failure, step)

@@ -44,6 +44,10 @@ class GenerationRequest:
     temperature: float
     seed: int
     attempt: int = 0
+    role: str = ""
+    """Who asked (policy, belief, sentinel, provider, judge, ...); not part of the cache key."""
+    purpose: str = ""
+    """Why (act, init, update, revision, audit, ...); not part of the cache key."""
 
 
 @dataclass(frozen=True)

@@ -84,10 +84,14 @@ class ReliableModel:
         schema: type[BaseModel] | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
+        role: str = "",
+        purpose: str = "",
     ) -> Completion:
         started = time.perf_counter()
         try:
-            return self._complete(messages, schema, max_tokens, temperature, started)
+            return self._complete(
+                messages, schema, max_tokens, temperature, started, role=role, purpose=purpose
+            )
         except ModelFailure as failure:
             failure.model = self.spec
             failure.message = redact(failure.message, self._secrets)
@@ -112,6 +116,9 @@ class ReliableModel:
         max_tokens: int,
         temperature: float,
         started: float,
+        *,
+        role: str = "",
+        purpose: str = "",
     ) -> Completion:
         _check_arguments(messages, max_tokens, temperature)
         schema_json = _schema_json(schema)
@@ -153,6 +160,8 @@ class ReliableModel:
                 temperature=temperature,
                 seed=self.options.seed,
                 attempt=spent.attempts,
+                role=role,
+                purpose=purpose,
             )
             try:
                 reply = self._generate_with_retries(generation, spent)

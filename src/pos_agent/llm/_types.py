@@ -123,4 +123,10 @@ class Model(Protocol):
         schema: type[BaseModel] | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
-    ) -> Completion: ...
+        role: str = "",
+        purpose: str = "",
+    ) -> Completion:
+        """One answer. `role` (policy, belief, sentinel, provider, judge, ...) and `purpose`
+        (act, init, update, audit, ...) say who asks and why: they never change the answer or
+        the cache key, but backends and scripted test models can see them."""
+        ...

@@ -31,6 +31,7 @@ from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_m
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
 
 AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
+HEALTH_MODES: tuple[str, ...] = ("paper", "improved")
 MODEL_ROLES = ("policy", "belief", "sentinel")
 
 
@@ -45,6 +46,7 @@ class CaseSpec:
     role_models: dict[str, str] = field(default_factory=dict)  # overrides per role
     recovery: RecoveryMode = "soft"
     global_audit_every: int | None = None  # PoS variants: None keeps PosConfig's (8)
+    health: str = "paper"  # PoS variants' diagnosis: "paper" (Eq. 5-6) or "improved"
     max_steps: int | None = None
     split: str | None = None
     seed: int | None = None
@@ -178,6 +180,7 @@ def run_case(
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
+                **({"health": spec.health} if spec.agent in VARIANTS else {}),
             },
         )
         trace.emit("episode_end", episode.steps, status=status, success=result.success, error=error)
@@ -201,6 +204,9 @@ def _build_agent(
         return RawAgent(models["policy"], ledger=ledger, trace=trace, on_step=on_step)
     variant = next(v for v in VARIANTS if v == spec.agent)
     config = replace(pos_config or PosConfig(), variant=variant, recovery=spec.recovery)
+    if spec.health not in HEALTH_MODES:
+        raise ValueError(f"unknown health {spec.health!r}; choose one of {', '.join(HEALTH_MODES)}")
+    config = replace(config, health=replace(config.health, diagnosis=spec.health))
     if spec.global_audit_every is not None:
         config = replace(config, global_audit_every=spec.global_audit_every)
     return PosAgent(

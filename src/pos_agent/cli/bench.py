@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from pos_agent.bench.case import AGENTS
+from pos_agent.bench.case import AGENTS, HEALTH_MODES
 from pos_agent.bench.runner import (
     BenchConfig,
     run_bench,
@@ -46,6 +46,10 @@ def bench(
     model: Annotated[
         str, typer.Option(help="Model spec for every role (local, openai:MODEL, ...).")
     ] = "local",
+    health: Annotated[
+        str,
+        typer.Option(help="Trap diagnosis of the PoS methods: paper (Eq. 5-6, default) or improved."),
+    ] = "paper",
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 1,
     resume: Annotated[
         bool, typer.Option(help="Continue --run: skip finished cases, rerun the rest whole.")
@@ -85,9 +89,11 @@ def bench(
         )
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    if health not in HEALTH_MODES:
+        raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
     try:
         loaded = load_suite(suite)
-        specs = loaded.cases(methods, model, limit)
+        specs = [replace(s, health=health) for s in loaded.cases(methods, model, limit)]
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -105,6 +111,7 @@ def bench(
             "suite": loaded.model_dump(),
             "agents": methods,
             "model": model,
+            "health": health,
             "workers": workers,
             "cases": [asdict(s) for s in specs],
         },

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
-from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
+from pos_agent.bench.case import AGENTS, HEALTH_MODES, CaseSpec, default_loader, run_case
 from pos_agent.cli.app import app
 from pos_agent.llm import ModelOptions
 
@@ -41,6 +41,13 @@ def run(
             help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
         ),
     ] = "soft",
+    health: Annotated[
+        str,
+        typer.Option(
+            help="Trap diagnosis: paper (Eq. 5-6, the default) or improved (stays right on "
+            "large beliefs; see README 'Trap monitor')."
+        ),
+    ] = "paper",
     max_steps: Annotated[
         int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
     ] = None,
@@ -66,6 +73,8 @@ def run(
         raise typer.BadParameter("choose soft, hard or both", param_hint="--recovery")
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    if health not in HEALTH_MODES:
+        raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
     overrides = {
         role: spec
         for role, spec in (
@@ -82,6 +91,7 @@ def run(
         model=model,
         role_models=overrides,
         recovery=recovery,  # type: ignore[arg-type]
+        health=health,
         max_steps=max_steps,
         seed=seed,
     )

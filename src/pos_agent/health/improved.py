@@ -1,0 +1,203 @@
+"""The `improved` diagnosis: belief health that stays right when beliefs are large.
+
+Eq. 6 tests "static" as `d_W(W_t, W_t-1) <= eps_W` on the whole-world Jaccard distance. On a
+belief of about 75 records one step moves that distance by 0.005-0.025, far below eps_W = 0.15,
+so every alarm is labelled static and cycle and drift recovery are never chosen. Eq. 5 also
+needs 6 of 8 transitions without progress before it fires, which is slow on plain repeats.
+
+This mode keeps the report of Eq. 5 (P, S, R, H over the same kind of window) but reads each
+transition on its own terms:
+
+- **Same world** means the record-key sets differ in at most `change_tolerance` keys: a count
+  of changed records, which does not shrink as the belief grows.
+- Each transition is **productive** when its progress label is 1 and it does not merely return
+  to a world held within the last `max_lag` steps (undoing a detour is not progress), or when it
+  brought first-seen entities into the belief (exploration).
+- Each unproductive transition gets a **kind**: static (the world did not change), cycle (it
+  returned to the world of 2..L steps ago), drift (the world changed outside the focus on the
+  active gap) or unexplained (the focus moved somewhere that is neither new nor a return).
+- **Health** is judged over the last `recent` transitions: S = share of unproductive ones,
+  R = share of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
+- The **pattern** is the kind held by most unproductive transitions in the window's trailing
+  unproductive run, not only by the last one; a tie goes to the latest of the tied kinds.
+
+Everything here is a pure function of the given steps.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pos_agent.health.distance import WorldKeys
+from pos_agent.health.window import (
+    HealthConfig,
+    HealthReport,
+    TrapPattern,
+    WindowStep,
+    _blocked_kind,
+)
+
+StepKind = Literal["productive", "static", "cycle", "drift", "unexplained"]
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionReading:
+    """How the improved diagnosis reads one transition of the window."""
+
+    kind: StepKind
+    """`productive`, or why it was not: `static`, `cycle`, `drift` or `unexplained`."""
+
+    return_lag: int | None
+    """The smallest lag at which the world is the same as before (1 = unchanged), else None."""
+
+    novel: int
+    """First-seen entity keys this transition brought (within the window when not given)."""
+
+
+def changed_keys(a: WorldKeys, b: WorldKeys) -> int:
+    """How many record keys differ between two worlds (the size of the symmetric differences)."""
+    if a is b:
+        return 0
+    return (
+        _difference(a.entities, b.entities)
+        + _difference(a.states, b.states)
+        + _difference(a.relations, b.relations)
+    )
+
+
+def _difference(a: frozenset[str], b: frozenset[str]) -> int:
+    if a is b or a == b:
+        return 0
+    return len(a ^ b)
+
+
+def _nonempty(keys: WorldKeys) -> bool:
+    return bool(keys.entities or keys.states or keys.relations)
+
+
+def _same(a: WorldKeys, b: WorldKeys, tolerance: int) -> bool:
+    if a is b:
+        return True
+    if tolerance == 0:
+        # Frozensets cache their hash, so unequal worlds are mostly told apart without a scan.
+        return (
+            hash(a.states) == hash(b.states)
+            and hash(a.relations) == hash(b.relations)
+            and hash(a.entities) == hash(b.entities)
+            and a.states == b.states
+            and a.relations == b.relations
+            and a.entities == b.entities
+        )
+    return changed_keys(a, b) <= tolerance
+
+
+def read_transitions(
+    steps: Sequence[WindowStep], config: HealthConfig
+) -> list[TransitionReading | None]:
+    """One reading per step; None for the first step, which has no previous world here."""
+    readings: list[TransitionReading | None] = [None]
+    tolerance = config.change_tolerance
+    seen: set[str] | None = None
+    for i in range(1, len(steps)):
+        step, previous = steps[i], steps[i - 1]
+        novel = step.novel
+        if novel is None:
+            if seen is None:
+                seen = set().union(*(s.world.entities for s in steps[:i]))
+            novel = len(step.world.entities - seen)
+            seen |= step.world.entities
+        return_lag = None
+        for lag in range(1, min(config.max_lag, i) + 1):
+            if _same(step.world, steps[i - lag].world, tolerance):
+                return_lag = lag
+                break
+        kind: StepKind
+        if novel > 0 or (step.progress == 1 and return_lag is None):
+            kind = "productive"
+        elif return_lag == 1:
+            kind = "static"
+        elif return_lag is not None:
+            kind = "cycle"
+        elif _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
+            # An empty projection says nothing about what the change touched (DESIGN §2).
+            kind = "drift"
+        else:
+            kind = "unexplained"
+        readings.append(TransitionReading(kind, return_lag, novel))
+    return readings
+
+
+def _persistence(gap_sets: Sequence[frozenset[str]]) -> float:
+    first = gap_sets[0]
+    if not first:
+        return 0.0
+    return len(first.intersection(*gap_sets[1:])) / len(first)
+
+
+def _pattern(readings: Sequence[TransitionReading | None]) -> TrapPattern | None:
+    """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
+    run: list[StepKind] = []
+    for reading in reversed(readings):
+        if reading is None or reading.kind == "productive":
+            break
+        run.append(reading.kind)
+    votes = Counter(kind for kind in run if kind != "unexplained")
+    if not votes:
+        return None
+    best = max(votes.values())
+    # `run` is latest-first, so the first tied kind met is the latest one.
+    winner = next(kind for kind in run if votes.get(kind) == best)
+    if winner == "static" or winner == "cycle" or winner == "drift":
+        return winner
+    return None
+
+
+def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> HealthReport:
+    """The improved health and diagnosis of the last `config.window` steps (see module doc)."""
+    window = list(steps[-config.window :]) if steps else []
+    recent = min(config.recent, config.window - 1)
+    ready = len(steps) >= recent + 1
+    readings = read_transitions(window, config)
+    judged = [r for r in readings[-recent:] if r is not None]
+    if not judged:
+        return HealthReport(
+            ready=False,
+            persistence_e=0.0,
+            persistence_a=0.0,
+            stagnation=0.0,
+            recurrence=0.0,
+            lag=None,
+            health=1.0,
+            trapped=False,
+            pattern=None,
+            blocked=None,
+        )
+    tail = window[-(len(judged) + 1) :]
+    persistence_e = _persistence([step.epistemic for step in tail])
+    persistence_a = _persistence([step.achievement for step in tail])
+    stagnation = sum(r.kind != "productive" for r in judged) / len(judged)
+    returns = [r.return_lag for r in judged if r.return_lag is not None and r.kind != "productive"]
+    recurrence = len(returns) / len(judged)
+    lag = Counter(returns).most_common(1)[0][0] if returns else None
+    health = min(1.0, max(0.0, 1.0 - max(persistence_e, persistence_a) * stagnation))
+    trapped = ready and health <= config.theta_h + 1e-9
+    pattern: TrapPattern | None = None
+    blocked = None
+    if trapped:
+        pattern = _pattern(readings)
+        blocked = _blocked_kind(window[-1], persistence_e, persistence_a, config.task)
+    return HealthReport(
+        ready=ready,
+        persistence_e=persistence_e,
+        persistence_a=persistence_a,
+        stagnation=stagnation,
+        recurrence=recurrence,
+        lag=lag,
+        health=health,
+        trapped=trapped,
+        pattern=pattern,
+        blocked=blocked,
+    )

@@ -50,8 +50,8 @@ class TransitionReading:
     kind: StepKind
     """`productive`, or why it was not: `static`, `cycle`, `drift` or `unexplained`."""
 
-    return_lag: int | None
-    """The smallest lag at which the world is the same as before (1 = unchanged), else None."""
+    returns: tuple[int, ...]
+    """Every lag 1..L at which the world is the same as it was (1 = unchanged), ascending."""
 
     novel: int
     """First-seen entity keys this transition brought (within the window when not given)."""
@@ -109,11 +109,12 @@ def read_transitions(
                 seen = set().union(*(s.world.entities for s in steps[:i]))
             novel = len(step.world.entities - seen)
             seen |= step.world.entities
-        return_lag = None
-        for lag in range(1, min(config.max_lag, i) + 1):
-            if _same(step.world, steps[i - lag].world, tolerance):
-                return_lag = lag
-                break
+        returns = tuple(
+            lag
+            for lag in range(1, min(config.max_lag, i) + 1)
+            if _same(step.world, steps[i - lag].world, tolerance)
+        )
+        return_lag = returns[0] if returns else None
         kind: StepKind
         if novel > 0 or (step.progress == 1 and return_lag is None):
             kind = "productive"
@@ -126,7 +127,7 @@ def read_transitions(
             kind = "drift"
         else:
             kind = "unexplained"
-        readings.append(TransitionReading(kind, return_lag, novel))
+        readings.append(TransitionReading(kind, returns, novel))
     return readings
 
 
@@ -155,6 +156,15 @@ def _pattern(readings: Sequence[TransitionReading | None]) -> TrapPattern | None
     return None
 
 
+def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
+    """The lag most returns share (the loop's period); the smallest on ties, None if none."""
+    counts = Counter(lag for lags in returns for lag in lags)
+    if not counts:
+        return None
+    best = max(counts.values())
+    return min(lag for lag, count in counts.items() if count == best)
+
+
 def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> HealthReport:
     """The improved health and diagnosis of the last `config.window` steps (see module doc)."""
     window = list(steps[-config.window :]) if steps else []
@@ -179,9 +189,9 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     persistence_e = _persistence([step.epistemic for step in tail])
     persistence_a = _persistence([step.achievement for step in tail])
     stagnation = sum(r.kind != "productive" for r in judged) / len(judged)
-    returns = [r.return_lag for r in judged if r.return_lag is not None and r.kind != "productive"]
-    recurrence = len(returns) / len(judged)
-    lag = Counter(returns).most_common(1)[0][0] if returns else None
+    stuck_returns = [r.returns for r in judged if r.returns and r.kind != "productive"]
+    recurrence = len(stuck_returns) / len(judged)
+    lag = _period(stuck_returns)
     health = min(1.0, max(0.0, 1.0 - max(persistence_e, persistence_a) * stagnation))
     trapped = ready and health <= config.theta_h + 1e-9
     pattern: TrapPattern | None = None

@@ -53,14 +53,14 @@ class _Recorder:
         observation = self.session.reset()
         self.initial_observation = observation
         self.plan_length = len(self.session.plan)
-        self.initial = self.oracle.observe(observation, self.session.facts, self.plan_length)
+        self.initial = self.oracle.observe(observation, self.plan_length)
         self._track()
 
     def play(self, command: str, label: Label = "none", segment: int | None = None) -> None:
         error = command not in self.session.admissible()
         observation = self.session.step(command)
         plan_length = 0 if self.session.won else len(self.session.plan)
-        oracle = self.oracle.observe(observation, self.session.facts, plan_length)
+        oracle = self.oracle.observe(observation, plan_length)
         self.steps.append(
             StepRecord(
                 t=len(self.steps) + 1,
@@ -100,37 +100,26 @@ class _Recorder:
         )
 
 
-def choose_win(session: GameSession) -> frozenset[Any]:
-    """The win condition the walkthrough reaches (the first one that holds at its end)."""
-    options = session.win_facts()
-    facts = session.facts
-    for option in options:
-        if option <= facts:
-            return option
-    raise UnusableGame("no win condition of the main quest holds after the walkthrough")
-
-
-def play_walkthrough(session: GameSession, game: str, family: GameFamily, game_id: str) -> tuple[Trajectory, frozenset[Any]]:
+def play_walkthrough(
+    session: GameSession, game: str, family: GameFamily, game_id: str
+) -> Trajectory:
     """The clean run: the game's own walkthrough, which must win."""
     walkthrough = list(session.game.walkthrough or [])
     if not walkthrough:
         raise UnusableGame("the game has no walkthrough")
-    session.reset()
-    for command in walkthrough:
-        session.step(command)
-    if not session.won:
-        raise UnusableGame("the walkthrough does not win in the real game")
-    win = choose_win(session)
-    recorder = _Recorder(session, Oracle(session, win))
+    recorder = _Recorder(session, Oracle(session))
     recorder.start()
     for command in walkthrough:
+        if session.won or session.lost:
+            break
         recorder.play(command)
-    return recorder.trajectory(f"{game_id}__clean", game, family, clean=True), win
+    if not session.won:
+        raise UnusableGame("the walkthrough does not win in the real game")
+    return recorder.trajectory(f"{game_id}__clean", game, family, clean=True)
 
 
 def play_injected(
     session: GameSession,
-    win: frozenset[Any],
     kinds: list[SegmentKind],
     rng: random.Random,
     *,
@@ -139,7 +128,7 @@ def play_injected(
     family: GameFamily,
 ) -> Trajectory | None:
     """A run along the winning plan with `kinds` injected; None when it could not be won."""
-    recorder = _Recorder(session, Oracle(session, win))
+    recorder = _Recorder(session, Oracle(session))
     recorder.start()
     points = _insertion_points(recorder.plan_length, len(kinds), rng)
     kinds = kinds[: len(points)]
@@ -149,12 +138,14 @@ def play_injected(
     inform7 = Inform7Game(session.game)
     while not session.won and len(recorder.steps) < MAX_STEPS:
         if kinds and plan_steps >= points[0]:
-            simulation = Simulation(session.state["_game_progression"].copy(), inform7)
+            simulation = Simulation.of(
+                session.game, session.state["_game_progression"].state, inform7
+            )
             planned = plan_segment(
                 kinds[0],
                 simulation,
                 rng,
-                relevant=relevant_objects(win, session.plan_actions),
+                relevant=relevant_objects(session.goal_objects(), session.plan_actions),
                 visited_rooms=recorder.visited_rooms,
                 opened=recorder.opened,
             )
@@ -216,14 +207,13 @@ def play_game(
     """All trajectories of one game: the clean walkthrough and the injected runs that won."""
     rng = random.Random(f"{game_id}:{seed}")
     try:
-        clean, win = play_walkthrough(session, game, family, game_id)
+        clean = play_walkthrough(session, game, family, game_id)
     except GameError as exc:
         raise UnusableGame(str(exc)) from exc
     trajectories = [clean]
     for number, kinds in enumerate(segment_plan(rng), 1):
         run = play_injected(
             session,
-            win,
             list(kinds),
             rng,
             trajectory_id=f"{game_id}__injected-{number}",

@@ -6,7 +6,9 @@ step. The oracle belief (see `OracleState`) is built from those facts:
 
 - world: the true facts about things an observation has shown so far (the player, the
   inventory and the current room are always known);
-- achievement gaps: the win facts that do not hold; epistemic gaps: goal objects not yet seen;
+- achievement gaps: the facts of the quests' win conditions that do not hold, for the quests
+  not completed yet (TextWorld marks a quest completed when its condition held once: a taken
+  ingredient later cooked into the meal stays done); epistemic gaps: goal objects not yet seen;
 - focus: facts about the first open win fact's objects, plus the player's location;
 - plan length: the length of the winning policy TextWorld tracks from the current state. It
   starts as the quest's solution, adds the reverse of every action that undid part of it and
@@ -26,6 +28,17 @@ from pos_agent.trapbench.records import OracleState
 # Entities that are always known to the agent: itself and what it carries.
 PLAYER, INVENTORY = "P", "I"
 ALWAYS_KNOWN = {PLAYER: "player", INVENTORY: "inventory"}
+
+
+_PROMPT = re.compile(r"\n>[^\n]*$")
+
+
+def clean_feedback(text: str) -> str:
+    """The game's text without the interpreter's trailing prompt and status line.
+
+    Jericho appends `>` and the status bar (room name, score/moves) to every answer; the move
+    counter would make every observation unique, which no agent harness shows as game text."""
+    return _PROMPT.sub("", text.rstrip()).strip()
 
 
 class GameError(RuntimeError):
@@ -81,11 +94,11 @@ class GameSession:
 
     def reset(self) -> str:
         self.state = self._env.reset()
-        return str(self.state.feedback)
+        return clean_feedback(str(self.state.feedback))
 
     def step(self, command: str) -> str:
         self.state, _, _ = self._env.step(command)
-        return str(self.state.feedback)
+        return clean_feedback(str(self.state.feedback))
 
     @property
     def objective(self) -> str:
@@ -127,12 +140,25 @@ class GameSession:
     def admissible(self) -> set[str]:
         return set(self.state["admissible_commands"] or [])
 
-    def win_facts(self) -> list[frozenset[Any]]:
-        """The fact sets of each way to win the main quest."""
-        quests = self.game.quests
-        if not quests:
-            return []
-        return [frozenset(e.condition.preconditions) for e in quests[0].win_events]
+    def open_goal_facts(self) -> list[Any]:
+        """Win-condition facts that do not hold, of the quests not completed yet (in quest
+        order, then fact order)."""
+        facts = self.facts
+        missing: list[Any] = []
+        for quest in self.state["_game_progression"].quest_progressions:
+            if quest.quest.optional or quest.completed or not quest.win_events:
+                continue
+            condition = quest.win_events[0].event.condition.preconditions
+            missing += [f for f in sorted(condition, key=str) if f not in facts]
+        return missing
+
+    def goal_objects(self) -> set[str]:
+        """Ids of the things any quest's win conditions mention (rooms and the player excepted)."""
+        ids: set[str] = set()
+        for quest in self.game.quests:
+            for event in quest.win_events:
+                ids.update(n for f in event.condition.preconditions for n in f.names)
+        return {i for i in ids if i not in ALWAYS_KNOWN and not i.startswith("r_")}
 
 
 def entity_names(game: Any) -> dict[str, str]:
@@ -154,12 +180,10 @@ def format_fact(fact: Any, names: dict[str, str]) -> str:
 class Oracle:
     """Builds the oracle belief of each step from the true facts and the observations."""
 
-    def __init__(self, session: GameSession, win: frozenset[Any]) -> None:
+    def __init__(self, session: GameSession) -> None:
+        self.session = session
         self.names = session.names
-        self.win = win
-        self.goal_objects = sorted(
-            {n for fact in win for n in fact.names if n not in ALWAYS_KNOWN and n[:1] != "r"}
-        )
+        self.goal_objects = sorted(session.goal_objects())
         self._patterns = {
             entity_id: re.compile(rf"\b{re.escape(_plain(name))}\b")
             for entity_id, name in session.names.items()
@@ -168,8 +192,9 @@ class Oracle:
         self.seen: set[str] = set(ALWAYS_KNOWN)
         self._previous: frozenset[str] = frozenset()
 
-    def observe(self, text: str, facts: frozenset[Any], plan_length: int) -> OracleState:
+    def observe(self, text: str, plan_length: int) -> OracleState:
         """The oracle state after an observation, as a diff against the previous one."""
+        facts = self.session.facts
         lowered = text.lower()
         for entity_id, pattern in self._patterns.items():
             if entity_id not in self.seen and pattern.search(lowered):
@@ -180,12 +205,11 @@ class Oracle:
         known = frozenset(
             format_fact(f, self.names) for f in facts if all(n in self.seen for n in f.names)
         )
-        open_goals = sorted(self.win - facts, key=lambda f: format_fact(f, self.names))
-        focus = self._focus(facts, open_goals, room)
+        open_goals = [] if self.session.won else self.session.open_goal_facts()
         state = OracleState(
             added=sorted(known - self._previous),
             removed=sorted(self._previous - known),
-            focus=sorted(focus & known),
+            focus=sorted(self._focus(facts, open_goals) & known),
             open_goals=[format_fact(f, self.names) for f in open_goals],
             unseen_goal_objects=[self.names[o] for o in self.goal_objects if o not in self.seen],
             plan_length=plan_length,
@@ -193,18 +217,16 @@ class Oracle:
         self._previous = known
         return state
 
-    def _focus(self, facts: frozenset[Any], open_goals: Sequence[Any], room: str | None) -> set[str]:
+    def _focus(self, facts: frozenset[Any], open_goals: Sequence[Any]) -> set[str]:
+        """Facts about the first open goal fact's objects, plus the player's location."""
         anchor: set[str] = set()
         if open_goals:
             anchor = {n for n in open_goals[0].names if n not in ALWAYS_KNOWN}
-        focus = {format_fact(f, self.names) for f in facts if anchor.intersection(f.names)}
-        if room is not None:
-            focus |= {
-                format_fact(f, self.names)
-                for f in facts
-                if f.name == "at" and f.names[0] == PLAYER
-            }
-        return focus
+        return {
+            format_fact(f, self.names)
+            for f in facts
+            if anchor.intersection(f.names) or (f.name == "at" and f.names[0] == PLAYER)
+        }
 
 
 def current_room(facts: Iterable[Any]) -> str | None:

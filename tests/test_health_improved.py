@@ -55,9 +55,9 @@ def focus_at(room: str) -> WorldKeys:
     return WorldKeys(frozenset({"player"}), frozenset({f"player|at|{room}|1.00"}), frozenset())
 
 
-def walk(rooms: str, **kwargs: int) -> list[WindowStep]:
+def walk(rooms: str, progress: int = 0) -> list[WindowStep]:
     """One step per letter: the player is in that room; the focus is the player's location."""
-    return [step(at(room), focus_at(room), **kwargs) for room in rooms]
+    return [step(at(room), focus_at(room), progress=progress) for room in rooms]
 
 
 def assess(steps: Sequence[WindowStep], config: HealthConfig = IMPROVED):  # type: ignore[no-untyped-def]
@@ -129,7 +129,9 @@ def test_an_empty_focus_is_not_evidence_of_drift() -> None:
 
 def test_first_seen_entities_are_exploration_not_a_trap() -> None:
     steps = [
-        step(WorldKeys(ENTITIES | {f"room{i}"}, frozenset({f"player|at|room{i}|1.00"}), frozenset()))
+        step(
+            WorldKeys(ENTITIES | {f"room{i}"}, frozenset({f"player|at|room{i}|1.00"}), frozenset())
+        )
         for i in range(10)
     ]
     report = assess(steps)
@@ -147,9 +149,7 @@ def test_caller_counted_novelty_overrides_the_window_count() -> None:
 
 def test_progress_that_only_returns_to_an_earlier_world_is_not_progress() -> None:
     # The plan shrinks on every way back (u = 1 every other step) but the agent is pacing.
-    steps = [
-        step(at(room), focus_at(room), progress=int(room == "A")) for room in "ABABABAB"
-    ]
+    steps = [step(at(room), focus_at(room), progress=int(room == "A")) for room in "ABABABAB"]
     assert assess(steps, PAPER).stagnation == 0.5
     report = assess(steps)
     assert report.trapped and report.pattern == "cycle"

@@ -158,7 +158,13 @@ def test_a_pos_belief_is_read_through_its_record_keys_and_gaps() -> None:
         Belief(goal="heat the mug"),
         [
             {"op": "upsert_entity", "name": "mug"},
-            {"op": "add_gap", "kind": "achievement", "text": "heat the mug", "refs": ["e1"], "activate": True},
+            {
+                "op": "add_gap",
+                "kind": "achievement",
+                "text": "heat the mug",
+                "refs": ["e1"],
+                "activate": True,
+            },
         ],
     )
     assert not rejected

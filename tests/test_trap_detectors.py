@@ -8,7 +8,7 @@ import pytest
 
 from pos_agent.trapbench.detectors import HealthDetector, RuleDetector
 from pos_agent.trapbench.metrics import LabelledRun, alarm_starts, score_runs
-from pos_agent.trapbench.records import OracleState, StepRecord, Trajectory
+from pos_agent.trapbench.records import Label, OracleState, StepRecord, Trajectory
 from pos_agent.trapbench.rules import AgentBoardRules, GeminiCliRules, OpenHandsRules, RuleStep
 
 # --- hand-built trajectories ------------------------------------------------------------------
@@ -28,11 +28,12 @@ def oracle_step(
     action: str,
     observation: str,
     world: frozenset[str],
-    label: str = "none",
+    label: Label = "none",
     progress: int = 0,
 ) -> tuple[StepRecord, frozenset[str]]:
     room = next(f for f in world if f.startswith("at(player"))
     state = OracleState(
+        about=["player", "key"],
         focus=sorted({room} | {f for f in world if "key" in f}),
         open_goals=[GOAL] if GOAL not in world else [],
         unseen_goal_objects=[],
@@ -42,7 +43,7 @@ def oracle_step(
         t=t,
         action=action,
         observation=observation,
-        label=label,  # type: ignore[arg-type]
+        label=label,
         progress=progress,
         score=0,
         oracle=state,
@@ -54,7 +55,7 @@ def world_in(room: str, *extra: str) -> frozenset[str]:
     return frozenset(FURNITURE) | {f"at(player, {room})", "in(key, chest)", *extra}
 
 
-def walk_in(rooms: Sequence[str], label: str = "none") -> list[tuple[StepRecord, frozenset[str]]]:
+def walk_in(rooms: Sequence[str], label: Label = "none") -> list[tuple[StepRecord, frozenset[str]]]:
     return [
         oracle_step(i + 1, f"go to {room}", room_text(room), world_in(room), label)
         for i, room in enumerate(rooms)
@@ -63,8 +64,7 @@ def walk_in(rooms: Sequence[str], label: str = "none") -> list[tuple[StepRecord,
 
 def static_run() -> list[tuple[StepRecord, frozenset[str]]]:
     return [
-        oracle_step(i + 1, "look", room_text("hall"), world_in("hall"), "static")
-        for i in range(8)
+        oracle_step(i + 1, "look", room_text("hall"), world_in("hall"), "static") for i in range(8)
     ]
 
 
@@ -74,9 +74,7 @@ def drift_run() -> list[tuple[StepRecord, frozenset[str]]]:
         spoon = f"spoon {i % 5}"
         taken = f"in({spoon}, inventory)" if i % 2 == 0 else f"on({spoon}, table)"
         world = world_in("hall", taken) - {f"in({spoon}, drawer)"}
-        steps.append(
-            oracle_step(i + 1, f"move {spoon}", f"You move the {spoon}.", world, "drift")
-        )
+        steps.append(oracle_step(i + 1, f"move {spoon}", f"You move the {spoon}.", world, "drift"))
     return steps
 
 
@@ -101,7 +99,9 @@ def run_detector(detector, steps):  # type: ignore[no-untyped-def]
         goal="take the key",
         won=True,
         initial_observation="",
-        initial=OracleState(focus=[], open_goals=[], unseen_goal_objects=[], plan_length=0),
+        initial=OracleState(
+            about=[], focus=[], open_goals=[], unseen_goal_objects=[], plan_length=0
+        ),
         steps=[s for s, _ in steps],
     )
     detector.start(trajectory)
@@ -155,7 +155,12 @@ def rules_on(rules, pairs):  # type: ignore[no-untyped-def]
 
 REPEAT = [("look", "A hall.")] * 6
 ALTERNATE = [("go east", "Kitchen."), ("go west", "Hall.")] * 4
-THREE_ROOMS = [("go east", "Kitchen."), ("go east", "Pantry."), ("go west", "Kitchen."), ("go west", "Hall.")] * 3
+THREE_ROOMS = [
+    ("go east", "Kitchen."),
+    ("go east", "Pantry."),
+    ("go west", "Kitchen."),
+    ("go west", "Hall."),
+] * 3
 DRIFT = [(f"take spoon {i}", f"You take spoon {i}.") for i in range(10)]
 
 

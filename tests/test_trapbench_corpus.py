@@ -146,12 +146,16 @@ def test_make_resumes_and_keeps_finished_games(corpus_dir: Path) -> None:
     maker.run()
     assert {p: p.stat().st_mtime_ns for p in slot_files} == stamps
     manifest = json.loads((corpus_dir / MANIFEST_FILE).read_text())
-    assert manifest["seed"] == 7 and all(g["command"].startswith("tw-make") for g in manifest["games"])
+    assert manifest["seed"] == 7 and all(
+        g["command"].startswith("tw-make") for g in manifest["games"]
+    )
     with pytest.raises(ValueError, match="--seed 7"):
         CorpusMaker(corpus_dir, games=2, seed=8)
 
 
-def test_eval_on_the_corpus_prints_the_table(corpus_dir: Path, trajectories: list[Trajectory]) -> None:
+def test_eval_on_the_corpus_prints_the_table(
+    corpus_dir: Path, trajectories: list[Trajectory]
+) -> None:
     from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
 

@@ -27,6 +27,7 @@ from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
 from pos_agent.health.recovery import RecoveryMode
+from pos_agent.health.window import Diagnosis
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
 
@@ -204,9 +205,10 @@ def _build_agent(
         return RawAgent(models["policy"], ledger=ledger, trace=trace, on_step=on_step)
     variant = next(v for v in VARIANTS if v == spec.agent)
     config = replace(pos_config or PosConfig(), variant=variant, recovery=spec.recovery)
-    if spec.health not in HEALTH_MODES:
+    diagnosis: Diagnosis = "improved" if spec.health == "improved" else "paper"
+    if spec.health != diagnosis:
         raise ValueError(f"unknown health {spec.health!r}; choose one of {', '.join(HEALTH_MODES)}")
-    config = replace(config, health=replace(config.health, diagnosis=spec.health))
+    config = replace(config, health=replace(config.health, diagnosis=diagnosis))
     if spec.global_audit_every is not None:
         config = replace(config, global_audit_every=spec.global_audit_every)
     return PosAgent(

@@ -48,7 +48,9 @@ def bench(
     ] = "local",
     health: Annotated[
         str,
-        typer.Option(help="Trap diagnosis of the PoS methods: paper (Eq. 5-6, default) or improved."),
+        typer.Option(
+            help="Trap diagnosis of the PoS methods: paper (Eq. 5-6, default) or improved."
+        ),
     ] = "paper",
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 1,
     resume: Annotated[

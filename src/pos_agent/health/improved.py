@@ -140,20 +140,18 @@ def _persistence(gap_sets: Sequence[frozenset[str]]) -> float:
 
 def _pattern(readings: Sequence[TransitionReading | None]) -> TrapPattern | None:
     """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
-    run: list[StepKind] = []
+    run: list[TrapPattern] = []
     for reading in reversed(readings):
         if reading is None or reading.kind == "productive":
             break
-        run.append(reading.kind)
-    votes = Counter(kind for kind in run if kind != "unexplained")
-    if not votes:
+        if reading.kind != "unexplained":
+            run.append(reading.kind)
+    if not run:
         return None
+    votes = Counter(run)
     best = max(votes.values())
     # `run` is latest-first, so the first tied kind met is the latest one.
-    winner = next(kind for kind in run if votes.get(kind) == best)
-    if winner == "static" or winner == "cycle" or winner == "drift":
-        return winner
-    return None
+    return next(kind for kind in run if votes[kind] == best)
 
 
 def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
@@ -185,7 +183,8 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
             pattern=None,
             blocked=None,
         )
-    tail = window[-(len(judged) + 1) :]
+    # Persistence over the states after each judged transition, as Eq. 5a reads the window.
+    tail = window[-len(judged) :]
     persistence_e = _persistence([step.epistemic for step in tail])
     persistence_a = _persistence([step.achievement for step in tail])
     stagnation = sum(r.kind != "productive" for r in judged) / len(judged)

@@ -71,7 +71,9 @@ class WindowStep:
         if self.novel is not None and (
             isinstance(self.novel, bool) or not isinstance(self.novel, int) or self.novel < 0
         ):
-            raise ValueError(f"WindowStep.novel must be None or an integer >= 0, got {self.novel!r}")
+            raise ValueError(
+                f"WindowStep.novel must be None or an integer >= 0, got {self.novel!r}"
+            )
         object.__setattr__(self, "progress", int(self.progress))
         object.__setattr__(self, "epistemic", _as_frozenset(self.epistemic))
         object.__setattr__(self, "achievement", _as_frozenset(self.achievement))
@@ -118,7 +120,12 @@ class HealthConfig:
     """improved: two worlds whose key sets differ in at most this many keys are the same."""
 
     def __post_init__(self) -> None:
-        for name, minimum in (("window", 2), ("max_lag", 1), ("recent", 1), ("change_tolerance", 0)):
+        for name, minimum in (
+            ("window", 2),
+            ("max_lag", 1),
+            ("recent", 1),
+            ("change_tolerance", 0),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(

@@ -24,14 +24,15 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'_-]+")
 _SPACES = re.compile(r"\s+")
 # Words that name no thing; without this every observation "mentions" everything.
-_FUNCTION_WORDS = frozenset(
+_FUNCTION_WORD_TEXT = (
     "a an the and or but of to in on at by for from with into onto over under is are was were "
     "be been being it its this that these those there here you your yours he she they them his "
     "her their we us our i me my as not no so if then than can cannot could would should will "
     "just also very too some any all each one two what which who whom how where when why while "
     "have has had do does did done get got see seen look looks like well now again only up out "
-    "off down about around back yet still ever".split()
+    "off down about around back yet still ever"
 )
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
 
 EMPTY_KEYS = WorldKeys(frozenset(), frozenset(), frozenset())
 
@@ -49,18 +50,19 @@ class Facts:
     questions: frozenset[str] = frozenset()
     """Open questions (epistemic gaps), e.g. `where(carrot)`; empty when none."""
 
-    focus: frozenset[str] | None = None
-    """Facts that matter to the current subgoal; None derives them: the facts that share an
-    entity with the first open goal (sorted), else the whole world."""
+    about: frozenset[str] | None = None
+    """Entities the current subgoal is about, e.g. `{"carrot", "player"}`. The focus is every
+    fact that mentions one of them, and earlier steps are projected onto the same entities.
+    None: the entities of the first open goal (in sorted order); the whole world if none."""
 
     def __post_init__(self) -> None:
-        for name in ("world", "goals", "questions"):
+        for name in ("world", "goals", "questions", "about"):
             value = getattr(self, name)
+            if value is None:
+                continue
             if isinstance(value, str):
                 raise TypeError(f"Facts.{name} must be a collection of strings, not one string")
             object.__setattr__(self, name, frozenset(value))
-        if self.focus is not None:
-            object.__setattr__(self, "focus", frozenset(self.focus))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +99,12 @@ class FactParser:
             (relations if parsed.relation else states).append(parsed.key)
         return WorldKeys(frozenset(entities), frozenset(states), frozenset(relations))
 
-    def entities_of(self, facts: Iterable[str]) -> set[str]:
-        found: set[str] = set()
-        for fact in facts:
-            found.update(self.parse(fact).entities)
-        return found
+    def about(self, facts: Iterable[str], entities: frozenset[str] | None) -> WorldKeys:
+        """Keys of the facts that mention one of `entities` (all facts when None)."""
+        if entities is None:
+            return self.keys(facts)
+        parse = self.parse
+        return self.keys(f for f in facts if not entities.isdisjoint(parse(f).entities))
 
 
 def _parse_fact(fact: str) -> FactKeys:
@@ -113,15 +116,15 @@ def _parse_fact(fact: str) -> FactKeys:
     return FactKeys(key, arguments, relation=len(arguments) >= 2)
 
 
-def facts_focus(facts: Facts, parser: FactParser) -> frozenset[str]:
-    """The focus of `facts`: as given, else facts sharing an entity with the first open goal."""
-    if facts.focus is not None:
-        return facts.focus
+def focus_entities(facts: Facts, parser: FactParser) -> frozenset[str] | None:
+    """What the focus of `facts` is about: as given, else the first open goal's entities;
+    None means the whole world."""
+    if facts.about is not None:
+        return facts.about
     open_goals = sorted(facts.goals - facts.world)
     if not open_goals:
-        return facts.world
-    anchor = set(parser.parse(open_goals[0]).entities)
-    return frozenset(f for f in facts.world if anchor.intersection(parser.parse(f).entities))
+        return None
+    return frozenset(parser.parse(open_goals[0]).entities)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
 from pos_agent.health.recovery import RecoveryConstraint, Transition, compose_recovery
 from pos_agent.health.window import Diagnosis
-from pos_agent.monitor.keys import FactParser, Facts, TextKeys, facts_focus, goal_words
+from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
 
 BeliefSource = Literal["belief", "facts", "observations"]
 ProgressSource = Literal["label", "callable", "novelty"]
@@ -88,7 +88,8 @@ class _Read:
     achievement: frozenset[str]
     belief: Belief | None = None
     facts: frozenset[str] | None = None
-    focus_entities: frozenset[str] | None = None
+    about: frozenset[str] | None = None
+    """Facts input: the entities the focus is about (None: the whole world)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,7 @@ class _Observed:
     step: WindowStep
     belief: Belief | None = None
     facts: frozenset[str] | None = None
+    about: frozenset[str] | None = None
 
 
 class TrapMonitor:
@@ -166,7 +168,7 @@ class TrapMonitor:
             self._seen |= read.world.entities
         label, progress_source = self._progress(action, observation, progress, novel)
         step = WindowStep(read.world, read.focus, read.epistemic, read.achievement, label, novel)
-        self._window.append(_Observed(step, read.belief, read.facts))
+        self._window.append(_Observed(step, read.belief, read.facts, read.about))
         self._transitions.append(Transition(self.step, action, observation, label))
         report = assess_window(self._window_steps(read), self.config)
         recovery: RecoveryConstraint | None = None
@@ -205,7 +207,7 @@ class TrapMonitor:
                 belief=belief,
             )
         facts = belief if isinstance(belief, Facts) else Facts(world=frozenset(belief))
-        focus = facts_focus(facts, self._facts)
+        about = focus_entities(facts, self._facts)
         if facts.goals:
             achievement = facts.goals - facts.world
         else:
@@ -213,11 +215,11 @@ class TrapMonitor:
         return _Read(
             "facts",
             self._facts.keys(facts.world),
-            self._facts.keys(focus),
+            self._facts.about(facts.world, about),
             facts.questions,
             achievement,
             facts=facts.world,
-            focus_entities=frozenset(self._facts.entities_of(focus)),
+            about=about,
         )
 
     def _progress(
@@ -240,17 +242,12 @@ class TrapMonitor:
                 else replace(o.step, focus=focus_keys(o.belief, gap))
                 for o in self._window
             ]
-        if current.focus_entities is not None:
-            entities = current.focus_entities
+        if current.facts is not None:
+            about = current.about
             return [
                 o.step
-                if o is latest or o.facts is None
-                else replace(o.step, focus=self._project(o.facts, entities))
+                if o is latest or o.facts is None or o.about == about
+                else replace(o.step, focus=self._facts.about(o.facts, about))
                 for o in self._window
             ]
         return [o.step for o in self._window]
-
-    def _project(self, facts: frozenset[str], entities: frozenset[str]) -> WorldKeys:
-        """The keys of the facts that mention one of `entities`."""
-        parse = self._facts.parse
-        return self._facts.keys(f for f in facts if not entities.isdisjoint(parse(f).entities))

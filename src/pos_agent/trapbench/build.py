@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 from pos_agent.trapbench.records import (
     GameFamily,
@@ -84,7 +83,9 @@ class _Recorder:
             self.visited_rooms.add(room)
         self.opened.update(f.names[0] for f in facts if f.name == "open")
 
-    def trajectory(self, trajectory_id: str, game: str, family: GameFamily, clean: bool) -> Trajectory:
+    def trajectory(
+        self, trajectory_id: str, game: str, family: GameFamily, clean: bool
+    ) -> Trajectory:
         assert self.initial is not None
         return Trajectory(
             id=trajectory_id,

@@ -49,9 +49,11 @@ class HealthDetector:
                 world=world,
                 goals=frozenset(step.oracle.open_goals),
                 questions=frozenset(f"seen({o})" for o in step.oracle.unseen_goal_objects),
-                focus=frozenset(step.oracle.focus),
+                about=frozenset(step.oracle.about),
             )
-            report = self.monitor.observe(step.action, step.observation, facts, progress=step.progress)
+            report = self.monitor.observe(
+                step.action, step.observation, facts, progress=step.progress
+            )
         else:
             report = self.monitor.observe(step.action, step.observation)
         return Alarm(report.trapped, report.health.pattern)

@@ -224,7 +224,9 @@ def write_figure(evaluation: Evaluation, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = [row.name for row in evaluation.rows]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1.3]})
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1.3]}
+    )
     width = 0.26
     for offset, kind in enumerate(TRAP_KINDS):
         positions = [i + (offset - 1) * width for i in range(len(names))]
@@ -250,8 +252,14 @@ def write_figure(evaluation: Evaluation, path: Path) -> None:
 
 def write_outputs(evaluation: Evaluation, folder: Path) -> dict[str, Path]:
     """table.md, table.csv and table.png in `folder`."""
-    paths = {"markdown": folder / "table.md", "csv": folder / "table.csv", "figure": folder / "table.png"}
-    write_atomic(paths["markdown"], summary_line(evaluation) + "\n\n" + markdown_table(evaluation) + "\n")
+    paths = {
+        "markdown": folder / "table.md",
+        "csv": folder / "table.csv",
+        "figure": folder / "table.png",
+    }
+    write_atomic(
+        paths["markdown"], summary_line(evaluation) + "\n\n" + markdown_table(evaluation) + "\n"
+    )
     write_atomic(paths["csv"], csv_text(evaluation))
     write_figure(evaluation, paths["figure"])
     return paths

@@ -37,8 +37,10 @@ class OracleState(BaseModel):
     """Facts true now that were not at the previous step (all facts at the initial state)."""
     removed: list[str] = Field(default_factory=list)
     """Facts true at the previous step that are not now."""
+    about: list[str]
+    """What the focus is about: the first open goal fact's objects and the player."""
     focus: list[str]
-    """Facts about the first open goal fact's objects, plus the player's location."""
+    """The known facts that mention one of `about` (the goal's objects, the player's place)."""
     open_goals: list[str]
     """Win facts that do not hold yet (the achievement gaps)."""
     unseen_goal_objects: list[str]

@@ -64,9 +64,9 @@ class OpenHandsRules:
         history = list(self._history)
         if len(history) >= 4 and len({h[:2] for h in history[-4:]}) == 1:
             return Alarm(True, "static")
-        if len(history) >= 3 and all(h[2] for h in history[-3:]):
-            if len({h[0] for h in history[-3:]}) == 1:
-                return Alarm(True, "static")
+        last3 = history[-3:]
+        if len(last3) == 3 and all(h[2] for h in last3) and len({h[0] for h in last3}) == 1:
+            return Alarm(True, "static")
         if len(history) >= 3 and all(not h[0] for h in history[-3:]):
             return Alarm(True, "static")
         if len(history) == 6:

@@ -46,7 +46,18 @@ class PlannedSegment:
 
 
 # Only these rules can be part of a segment, so only they are instantiated while planning.
-SEGMENT_RULE_PREFIXES = ("look", "inventory", "examine", "go/", "open/", "close/", "take", "drop", "put", "insert")
+SEGMENT_RULE_PREFIXES = (
+    "look",
+    "inventory",
+    "examine",
+    "go/",
+    "open/",
+    "close/",
+    "take",
+    "drop",
+    "put",
+    "insert",
+)
 
 
 @dataclass
@@ -72,7 +83,9 @@ class Simulation:
 
     def moves(self) -> dict[str, Any]:
         """Command -> logic action, for every segment action valid now."""
-        rules = [r for name, r in self.game.kb.rules.items() if name.startswith(SEGMENT_RULE_PREFIXES)]
+        rules = [
+            r for name, r in self.game.kb.rules.items() if name.startswith(SEGMENT_RULE_PREFIXES)
+        ]
         actions = list(
             self.state.all_applicable_actions(rules, self.game.kb.types.constants_mapping)
         )
@@ -104,14 +117,21 @@ def plan_segment(
         "explore": _explore,
     }
     planned = planners[kind](
-        simulation, rng, length, relevant=relevant, visited_rooms=set(visited_rooms), opened=set(opened)
+        simulation,
+        rng,
+        length,
+        relevant=relevant,
+        visited_rooms=set(visited_rooms),
+        opened=set(opened),
     )
     if planned is None or len(planned.commands) < low:
         return None
     return planned
 
 
-def _static(simulation: Simulation, rng: random.Random, length: int, **_: Any) -> PlannedSegment | None:
+def _static(
+    simulation: Simulation, rng: random.Random, length: int, **unused: Any
+) -> PlannedSegment | None:
     moves = simulation.moves()
     choices = [c for c, a in moves.items() if a.name in NO_OP_KINDS or a.name.startswith("examine")]
     if not choices:
@@ -167,7 +187,7 @@ def _cycle(
     length: int,
     *,
     visited_rooms: set[str],
-    **_: Any,
+    **unused: Any,
 ) -> PlannedSegment | None:
     facts = simulation.facts
     start = current_room(facts)
@@ -175,7 +195,9 @@ def _cycle(
     exits = graph.get(start or "", {})
     if start is None or not exits or rng.random() < 0.2:
         return _toggle(simulation, length) or (
-            None if start is None or not exits else _rooms(simulation, rng, length, graph, start, visited_rooms)
+            None
+            if start is None or not exits
+            else _rooms(simulation, rng, length, graph, start, visited_rooms)
         )
     return _rooms(simulation, rng, length, graph, start, visited_rooms)
 
@@ -199,7 +221,7 @@ def _rooms(
         further = rng.choice(onward)
         # start -> middle -> far -> middle -> start ...: three places, period 4.
         route = [direction, further, DIRECTIONS[further], DIRECTIONS[direction]]
-        detail = "rooms {} {} {}".format(start, middle, graph[middle][further])
+        detail = f"rooms {start} {middle} {graph[middle][further]}"
     else:
         route = [direction, DIRECTIONS[direction]]
         detail = f"rooms {start} {middle}"
@@ -245,7 +267,7 @@ def _drift(
     length: int,
     *,
     relevant: frozenset[str],
-    **_: Any,
+    **unused: Any,
 ) -> PlannedSegment | None:
     held = [simulation.facts]
     commands = []
@@ -277,7 +299,7 @@ def _explore(
     *,
     visited_rooms: set[str],
     opened: set[str],
-    **_: Any,
+    **unused: Any,
 ) -> PlannedSegment | None:
     commands = []
     for _ in range(length):

@@ -4,8 +4,8 @@ The game runs as compiled (`.z8` played by Jericho); TextWorld's state tracking 
 the game's own action events, which gives the true facts and the game's winning policy at each
 step. The oracle belief (see `OracleState`) is built from those facts:
 
-- world: the true facts about things an observation has shown so far (the player, the
-  inventory and the current room are always known);
+- world: the true facts about things an observation has shown so far (the player, what it
+  carries and the room it is in are always known);
 - achievement gaps: the facts of the quests' win conditions that do not hold, for the quests
   not completed yet (TextWorld marks a quest completed when its condition held once: a taken
   ingredient later cooked into the meal stays done); epistemic gaps: goal objects not yet seen;
@@ -18,7 +18,7 @@ step. The oracle belief (see `OracleState`) is built from those facts:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,31 +202,27 @@ class Oracle:
         room = current_room(facts)
         if room is not None:
             self.seen.add(room)
-        known = frozenset(
-            format_fact(f, self.names) for f in facts if all(n in self.seen for n in f.names)
-        )
+        # The agent knows what it carries, described or not.
+        self.seen.update(f.names[0] for f in facts if f.name == "in" and f.names[1] == INVENTORY)
+        seen_facts = [f for f in facts if all(n in self.seen for n in f.names)]
+        known = frozenset(format_fact(f, self.names) for f in seen_facts)
         open_goals = [] if self.session.won else self.session.open_goal_facts()
+        about = {PLAYER}
+        if open_goals:
+            about |= {n for n in open_goals[0].names if n != INVENTORY}
         state = OracleState(
             added=sorted(known - self._previous),
             removed=sorted(self._previous - known),
-            focus=sorted(self._focus(facts, open_goals) & known),
+            about=sorted(self.names[n] for n in about),
+            focus=sorted(
+                format_fact(f, self.names) for f in seen_facts if about.intersection(f.names)
+            ),
             open_goals=[format_fact(f, self.names) for f in open_goals],
             unseen_goal_objects=[self.names[o] for o in self.goal_objects if o not in self.seen],
             plan_length=plan_length,
         )
         self._previous = known
         return state
-
-    def _focus(self, facts: frozenset[Any], open_goals: Sequence[Any]) -> set[str]:
-        """Facts about the first open goal fact's objects, plus the player's location."""
-        anchor: set[str] = set()
-        if open_goals:
-            anchor = {n for n in open_goals[0].names if n not in ALWAYS_KNOWN}
-        return {
-            format_fact(f, self.names)
-            for f in facts
-            if anchor.intersection(f.names) or (f.name == "at" and f.names[0] == PLAYER)
-        }
 
 
 def current_room(facts: Iterable[Any]) -> str | None:

@@ -18,6 +18,7 @@ step. The oracle belief (see `OracleState`) is built from those facts:
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +32,17 @@ ALWAYS_KNOWN = {PLAYER: "player", INVENTORY: "inventory"}
 
 
 _PROMPT = re.compile(r"\n>[^\n]*$")
+_BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 
 
 def clean_feedback(text: str) -> str:
-    """The game's text without the interpreter's trailing prompt and status line.
+    """The game's text without the interpreter's trailing prompt and status line, and with
+    runs of blank lines collapsed to one.
 
     Jericho appends `>` and the status bar (room name, score/moves) to every answer; the move
-    counter would make every observation unique, which no agent harness shows as game text."""
-    return _PROMPT.sub("", text.rstrip()).strip()
+    counter would make every observation unique, which no agent harness shows as game text.
+    TextWorld's state tracking removes its action tags and leaves their lines blank."""
+    return _BLANK_LINES.sub("\n\n", _PROMPT.sub("", text.rstrip())).strip()
 
 
 class GameError(RuntimeError):
@@ -79,7 +83,11 @@ class GameSession:
             lost=True,
         )
         try:
-            self._env = textworld.start(str(game_file), request_infos=infos)
+            with warnings.catch_warnings():
+                # Jericho does not list TextWorld's games as supported (score and move detection);
+                # TextWorld tracks their state itself, which is what the oracle reads.
+                warnings.filterwarnings("ignore", message=".*not fully supported.*")
+                self._env = textworld.start(str(game_file), request_infos=infos)
         except Exception as exc:  # TextWorld and Jericho raise many types on a bad file
             raise GameError(f"cannot start {game_file}: {type(exc).__name__}: {exc}") from exc
         self.game = textworld.Game.load(str(game_file.with_suffix(".json")))

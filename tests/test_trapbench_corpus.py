@@ -7,6 +7,7 @@ compiles real games with Inform 7 and plays them through Jericho, so these tests
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,9 @@ from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker
 from pos_agent.trapbench.evaluate import evaluate, load_corpus, markdown_table
 from pos_agent.trapbench.records import Trajectory, load_trajectories
 from pos_agent.trapbench.segments import room_graph
+from pos_agent.trapbench.session import clean_feedback
 
 DRIFT_VERBS = {"open", "close", "take", "drop", "put", "insert"}
-from pos_agent.trapbench.session import clean_feedback
 
 pytestmark = [
     pytest.mark.slow,
@@ -88,7 +89,7 @@ def test_each_segment_is_exactly_where_its_labels_say(trajectories: list[Traject
             assert inside and all(s.segment == index for s in inside)
             assert segment.end - segment.start + 1 >= 6
         # Segments never touch: the plan is followed in between for more than the grace steps.
-        for before, after in zip(trajectory.segments, trajectory.segments[1:], strict=False):
+        for before, after in pairwise(trajectory.segments):
             assert after.start - before.end > 2
 
 
@@ -117,7 +118,7 @@ def test_segments_do_what_their_kind_says(trajectories: list[Trajectory]) -> Non
             elif segment.kind == "cycle":
                 # One container opened and closed in turn.
                 assert len({s.action for s in steps}) == 2
-                assert all(a.action != b.action for a, b in zip(steps, steps[1:], strict=False))
+                assert all(a.action != b.action for a, b in pairwise(steps))
             elif segment.kind == "drift":
                 segment_worlds = worlds[segment.start - 1 : segment.end]
                 assert len(set(segment_worlds)) == len(segment_worlds)  # no state twice

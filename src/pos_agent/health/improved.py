@@ -94,41 +94,67 @@ def _same(a: WorldKeys, b: WorldKeys, tolerance: int) -> bool:
     return changed_keys(a, b) <= tolerance
 
 
-def read_transitions(
-    steps: Sequence[WindowStep], config: HealthConfig
-) -> list[TransitionReading | None]:
-    """One reading per step; None for the first step, which has no previous world here."""
-    readings: list[TransitionReading | None] = [None]
-    tolerance = config.change_tolerance
-    seen: set[str] | None = None
-    for i in range(1, len(steps)):
-        step, previous = steps[i], steps[i - 1]
-        novel = step.novel
-        if novel is None:
-            if seen is None:
-                seen = set().union(*(s.world.entities for s in steps[:i]))
-            novel = len(step.world.entities - seen)
-            seen |= step.world.entities
-        returns = tuple(
-            lag
-            for lag in range(1, min(config.max_lag, i) + 1)
-            if _same(step.world, steps[i - lag].world, tolerance)
-        )
-        return_lag = returns[0] if returns else None
+class _Reader:
+    """Reads the transitions of one window on demand: deciding `trapped` needs only the last
+    `recent` of them, the pattern only the trailing stuck run."""
+
+    def __init__(self, steps: Sequence[WindowStep], config: HealthConfig) -> None:
+        self.steps = steps
+        self.max_lag = config.max_lag
+        self.tolerance = config.change_tolerance
+        self._readings: dict[int, TransitionReading] = {}
+        self._seen_before: list[frozenset[str]] | None = None
+
+    def __call__(self, i: int) -> TransitionReading:
+        """The reading of the transition into step i (i >= 1)."""
+        reading = self._readings.get(i)
+        if reading is None:
+            reading = self._read(i)
+            self._readings[i] = reading
+        return reading
+
+    def _novel(self, i: int) -> int:
+        step = self.steps[i]
+        if step.novel is not None:
+            return step.novel
+        if self._seen_before is None:
+            seen: set[str] = set()
+            self._seen_before = []
+            for earlier in self.steps:
+                self._seen_before.append(frozenset(seen))
+                seen |= earlier.world.entities
+        return len(step.world.entities - self._seen_before[i])
+
+    def _read(self, i: int) -> TransitionReading:
+        steps, tolerance = self.steps, self.tolerance
+        step = steps[i]
+        world = step.world
+        returns: tuple[int, ...] = ()
+        for lag in range(1, (self.max_lag if self.max_lag < i else i) + 1):
+            if _same(world, steps[i - lag].world, tolerance):
+                returns += (lag,)
+        novel = self._novel(i)
         kind: StepKind
-        if novel > 0 or (step.progress == 1 and return_lag is None):
+        if novel > 0 or (step.progress == 1 and not returns):
             kind = "productive"
-        elif return_lag == 1:
+        elif returns and returns[0] == 1:
             kind = "static"
-        elif return_lag is not None:
+        elif returns:
             kind = "cycle"
-        elif _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
+        elif _nonempty(step.focus) and _same(step.focus, steps[i - 1].focus, tolerance):
             # An empty projection says nothing about what the change touched (DESIGN §2).
             kind = "drift"
         else:
             kind = "unexplained"
-        readings.append(TransitionReading(kind, returns, novel))
-    return readings
+        return TransitionReading(kind, returns, novel)
+
+
+def read_transitions(
+    steps: Sequence[WindowStep], config: HealthConfig
+) -> list[TransitionReading | None]:
+    """One reading per step; None for the first step, which has no previous world here."""
+    reader = _Reader(steps, config)
+    return [None, *(reader(i) for i in range(1, len(steps)))]
 
 
 def _persistence(gap_sets: Sequence[frozenset[str]]) -> float:
@@ -138,14 +164,15 @@ def _persistence(gap_sets: Sequence[frozenset[str]]) -> float:
     return len(first.intersection(*gap_sets[1:])) / len(first)
 
 
-def _pattern(readings: Sequence[TransitionReading | None]) -> TrapPattern | None:
+def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
     """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
     run: list[TrapPattern] = []
-    for reading in reversed(readings):
-        if reading is None or reading.kind == "productive":
+    for i in range(last, 0, -1):
+        kind = reader(i).kind
+        if kind == "productive":
             break
-        if reading.kind != "unexplained":
-            run.append(reading.kind)
+        if kind != "unexplained":
+            run.append(kind)
     if not run:
         return None
     votes = Counter(run)
@@ -156,7 +183,10 @@ def _pattern(readings: Sequence[TransitionReading | None]) -> TrapPattern | None
 
 def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
     """The lag most returns share (the loop's period); the smallest on ties, None if none."""
-    counts = Counter(lag for lags in returns for lag in lags)
+    counts: dict[int, int] = {}
+    for lags in returns:
+        for lag in lags:
+            counts[lag] = counts.get(lag, 0) + 1
     if not counts:
         return None
     best = max(counts.values())
@@ -168,8 +198,8 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     window = list(steps[-config.window :]) if steps else []
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
-    readings = read_transitions(window, config)
-    judged = [r for r in readings[-recent:] if r is not None]
+    reader = _Reader(window, config)
+    judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
     if not judged:
         return HealthReport(
             ready=False,
@@ -196,7 +226,7 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     pattern: TrapPattern | None = None
     blocked = None
     if trapped:
-        pattern = _pattern(readings)
+        pattern = _pattern(reader, len(window) - 1)
         blocked = _blocked_kind(window[-1], persistence_e, persistence_a, config.task)
     return HealthReport(
         ready=ready,

@@ -134,13 +134,10 @@ def play_injected(
     points = _insertion_points(recorder.plan_length, len(kinds), rng)
     kinds = kinds[: len(points)]
     plan_steps = 0
-    from textworld.generator.inform7 import Inform7Game
-
-    inform7 = Inform7Game(session.game)
     while not session.won and len(recorder.steps) < MAX_STEPS:
         if kinds and plan_steps >= points[0]:
             simulation = Simulation.of(
-                session.game, session.state["_game_progression"].state, inform7
+                session.game, session.state["_game_progression"].state, session.inform7
             )
             planned = plan_segment(
                 kinds[0],

@@ -88,13 +88,17 @@ def build_slot(spec: GameSpec, out: Path) -> SlotResult:
                 session.close()
         except (GameGenerationError, UnusableGame, GameError) as exc:
             entry.reason = str(exc)
-            for path in game_files(games, current):
-                path.unlink(missing_ok=True)
-            continue
-        entry.status = "used"
-        entry.trajectories = len(trajectories)
-        entry.steps = sum(len(t.steps) for t in trajectories)
-        return SlotResult(spec.id, trajectories, entries)
+        except Exception as exc:
+            # A failure in TextWorld or Jericho on one seed must not stop the whole corpus; the
+            # manifest keeps what happened and the slot moves on to the next seed.
+            entry.reason = f"unexpected {type(exc).__name__}: {exc}"
+        else:
+            entry.status = "used"
+            entry.trajectories = len(trajectories)
+            entry.steps = sum(len(t.steps) for t in trajectories)
+            return SlotResult(spec.id, trajectories, entries)
+        for path in game_files(games, current):
+            path.unlink(missing_ok=True)
     return SlotResult(spec.id, [], entries)
 
 
@@ -150,19 +154,20 @@ class CorpusMaker:
         self, todo: list[GameSpec], on_slot: Callable[[SlotResult], None] | None
     ) -> None:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        try:
             running: set[Future[SlotResult]] = {
                 pool.submit(build_slot, spec, self.out) for spec in todo
             }
-            try:
-                while running:
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        self._record(future.result(), on_slot)
-            except BaseException:
-                for future in running:
-                    future.cancel()
-                raise
+            while running:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    self._record(future.result(), on_slot)
+        except BaseException:
+            # Ctrl-C: finished games are on disk already; do not start the queued ones.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
 
     def _record(self, result: SlotResult, on_slot: Callable[[SlotResult], None] | None) -> None:
         write_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))

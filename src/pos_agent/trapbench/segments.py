@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pos_agent.trapbench.records import SegmentKind
@@ -71,7 +71,6 @@ class Simulation:
     """`textworld.logic.State`, owned by the simulation."""
     game: Any
     inform7: Any
-    history: list[frozenset[Any]] = field(default_factory=list)
 
     @classmethod
     def of(cls, game: Any, state: Any, inform7: Any) -> Simulation:
@@ -93,7 +92,6 @@ class Simulation:
         return dict(zip(commands, actions, strict=True))
 
     def apply(self, action: Any) -> None:
-        self.history.append(self.facts)
         self.state.apply(action)
 
 
@@ -192,13 +190,13 @@ def _cycle(
     facts = simulation.facts
     start = current_room(facts)
     graph = room_graph(facts)
-    exits = graph.get(start or "", {})
-    if start is None or not exits or rng.random() < 0.2:
-        return _toggle(simulation, length) or (
-            None
-            if start is None or not exits
-            else _rooms(simulation, rng, length, graph, start, visited_rooms)
-        )
+    if start is None or not graph.get(start):
+        return _toggle(simulation, rng, length)
+    # One cycle in five revisits states rather than places: a container opened and closed.
+    if rng.random() < 0.2:
+        toggled = _toggle(simulation, rng, length)
+        if toggled is not None:
+            return toggled
     return _rooms(simulation, rng, length, graph, start, visited_rooms)
 
 
@@ -234,15 +232,13 @@ def _rooms(
     return PlannedSegment("cycle", tuple(commands), detail)
 
 
-def _toggle(simulation: Simulation, length: int) -> PlannedSegment | None:
+def _toggle(simulation: Simulation, rng: random.Random, length: int) -> PlannedSegment | None:
     """open X, close X, open X, ... on one container of the current room."""
     moves = simulation.moves()
-    containers = sorted(
-        c for c, a in moves.items() if a.name in ("open/c", "close/c") and not c.startswith("close")
-    ) or sorted(c for c, a in moves.items() if a.name == "close/c")
+    containers = sorted(c for c, a in moves.items() if a.name in ("open/c", "close/c"))
     if not containers:
         return None
-    first = containers[0]
+    first = rng.choice(containers)
     verb, _, thing = first.partition(" ")
     other = f"{'close' if verb == 'open' else 'open'} {thing}"
     commands = []

@@ -93,7 +93,8 @@ class GameSession:
         self.game = textworld.Game.load(str(game_file.with_suffix(".json")))
         from textworld.generator.inform7 import Inform7Game
 
-        self._inform7 = Inform7Game(self.game)
+        self.inform7 = Inform7Game(self.game)
+        """Turns logic actions into the game's commands."""
         self.names = entity_names(self.game)
         self.state: Any = None
 
@@ -141,7 +142,7 @@ class GameSession:
     def moves(self) -> list[Move]:
         """Every command the game accepts now, with its logic action (sorted by command)."""
         actions = list(self.state["_valid_actions"])
-        commands = self._inform7.gen_commands_from_actions(actions)
+        commands = self.inform7.gen_commands_from_actions(actions)
         unique = {command: action for command, action in zip(commands, actions, strict=True)}
         return [Move(c, unique[c]) for c in sorted(unique)]
 

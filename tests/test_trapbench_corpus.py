@@ -7,6 +7,9 @@ compiles real games with Inform 7 and plays them through Jericho, so these tests
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from itertools import pairwise
 from pathlib import Path
 
@@ -173,6 +176,21 @@ def test_make_resumes_and_keeps_finished_games(corpus_dir: Path) -> None:
     )
     with pytest.raises(ValueError, match="--seed 7"):
         CorpusMaker(corpus_dir, games=2, seed=8)
+
+
+def test_the_manifest_command_regenerates_the_same_game_with_tw_make(
+    corpus_dir: Path, tmp_path: Path
+) -> None:
+    manifest = json.loads((corpus_dir / MANIFEST_FILE).read_text())
+    entry = next(g for g in manifest["games"] if g["family"] == "custom" and g["status"] == "used")
+    tw_make = Path(sys.executable).with_name("tw-make")
+    subprocess.run(
+        [str(tw_make), *shlex.split(entry["command"])[1:]], cwd=tmp_path, check=True, timeout=300
+    )
+    ours = textworld.Game.load(str(corpus_dir / "games" / f"{entry['id']}.json"))
+    theirs = textworld.Game.load(str(tmp_path / "games" / f"{entry['id']}.json"))
+    assert ours.world == theirs.world and ours.quests == theirs.quests
+    assert ours.walkthrough == theirs.walkthrough
 
 
 def test_eval_on_the_corpus_prints_the_table(

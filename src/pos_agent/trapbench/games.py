@@ -5,8 +5,9 @@ Two families (the settings of the comparable study, `../shared/TRAPS.md`):
 - `tw-cooking`: recipe 2, take 2, go 6, open, cook, cut;
 - `custom`: world size 8, 12 objects, quest length 10.
 
-The games are built through TextWorld's Python API with the option mapping `tw-make` uses, so
-`GameSpec.command` is the `tw-make` line that regenerates the same game. Each game is compiled
+The games are built through TextWorld's Python API with the options `tw-make` sets, so
+`GameSpec.command` is the `tw-make` line that regenerates the same game (same world, quests
+and walkthrough; tw-make also stores its command-line arguments in the game's metadata). Each game is compiled
 into a scratch folder and then moved into place, so a folder never holds half a game.
 """
 
@@ -120,6 +121,11 @@ def make_game(spec: GameSpec, folder: Path) -> Path:
             else:
                 options.nb_rooms = CUSTOM_WORLD_SIZE
                 options.nb_objects = CUSTOM_OBJECTS
+                # tw-make's own defaults (its --quest-*-breadth and --quest-min-depth), which
+                # differ from GameOptions' defaults; then what --quest-length sets.
+                options.chaining.min_breadth = 1
+                options.chaining.max_breadth = 5
+                options.chaining.min_depth = 1
                 options.chaining.min_length = CUSTOM_QUEST_LENGTH
                 options.chaining.max_length = CUSTOM_QUEST_LENGTH
                 options.chaining.max_depth = CUSTOM_QUEST_LENGTH

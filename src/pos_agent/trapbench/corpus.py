@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
+import signal
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +102,14 @@ def build_slot(spec: GameSpec, out: Path) -> SlotResult:
     return SlotResult(spec.id, [], entries)
 
 
+def _build_slot_star(arguments: tuple[GameSpec, Path]) -> SlotResult:
+    return build_slot(*arguments)
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class CorpusMaker:
     """Builds a corpus folder for `games` game slots drawn from `seed`."""
 
@@ -154,20 +162,18 @@ class CorpusMaker:
         self, todo: list[GameSpec], on_slot: Callable[[SlotResult], None] | None
     ) -> None:
         context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        # Workers ignore Ctrl-C: the parent owns the corpus and, on Ctrl-C, stops them itself;
+        # the games they were building are lost, the finished ones are already on disk.
+        pool = context.Pool(self.workers, initializer=_ignore_interrupts)
         try:
-            running: set[Future[SlotResult]] = {
-                pool.submit(build_slot, spec, self.out) for spec in todo
-            }
-            while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    self._record(future.result(), on_slot)
+            for result in pool.imap_unordered(_build_slot_star, [(s, self.out) for s in todo]):
+                self._record(result, on_slot)
         except BaseException:
-            # Ctrl-C: finished games are on disk already; do not start the queued ones.
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.terminate()
+            pool.join()
             raise
-        pool.shutdown()
+        pool.close()
+        pool.join()
 
     def _record(self, result: SlotResult, on_slot: Callable[[SlotResult], None] | None) -> None:
         write_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))

@@ -66,6 +66,12 @@ def make(
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
+    except ImportError as exc:
+        console.print(
+            f"[red]error:[/] TextWorld is not installed ({exc}). It comes with the envs extra: "
+            "`uv sync --extra envs` (or `pip install 'pos-agent[envs]'`)."
+        )
+        raise typer.Exit(2) from None
     remove_scratch(out)
     todo = maker.pending()
     console.print(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
@@ -651,6 +652,8 @@ def test_env_model_values_are_parsed_and_checked_against_the_environment() -> No
         resolve_env_models("rca-nezha", {"*": "local"})
     with pytest.raises(ValueError, match="twice"):
         parse_env_models(["local", "openai:x"])
+    with pytest.raises(ValueError, match=r"judge: unknown model spec 'gpt4'.*'matcher'"):
+        resolve_env_models("clindiag", {"judge": "gpt4"})
 
 
 def test_suites_give_every_case_the_same_environment_models() -> None:
@@ -694,3 +697,54 @@ def test_real_cases_end_to_end_with_retrieval_and_matcher(clindiag_dir: Path) ->
             )
         assert done.success and done.info["subset"] == "common"
         assert done.info["steps_used"] == 6
+
+
+def test_pos_run_and_bench_take_env_model(
+    demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pos_agent.cli.bench
+    import pos_agent.cli.run  # noqa: F401  (registers the commands on the app)
+    from pos_agent.cli.app import app
+
+    runner = CliRunner()
+    monkeypatch.setenv("POS_CLINDIAG_DATA", str(demo_dir))
+    out = tmp_path / "runs"
+    common = ["--agent", "raw", "--model", "scripted", "--max-steps", "2", "--out", str(out)]
+    ran = runner.invoke(
+        app, ["run", "clindiag", "demo-1", *common, "--run", "a", "--env-model", "scripted"]
+    )
+    assert ran.exit_code == 0, ran.output
+    assert "environment models: provider=scripted, judge=scripted" in ran.output
+    result = json.loads((out / "a/raw__clindiag__demo-1/result.json").read_text())
+    assert result["extra"]["env_models"] == {"provider": "scripted", "judge": "scripted"}
+    refused = runner.invoke(
+        app, ["run", "clindiag", "demo-1", *common, "--run", "b", "--env-model", "oracle=local"]
+    )
+    assert refused.exit_code == 2 and "no model role oracle" in refused.output
+    suite = tmp_path / "demo.yaml"
+    suite.write_text("name: demo\nenv: clindiag\ntasks: [demo-1]\nmax_steps: 2\n")
+    benched = runner.invoke(
+        app,
+        [
+            "bench",
+            str(suite),
+            "--agents",
+            "raw",
+            "--model",
+            "scripted",
+            "--out",
+            str(out),
+            "--run",
+            "c",
+            "--env-model",
+            "judge=scripted",
+        ],
+    )
+    assert benched.exit_code == 0, benched.output
+    config = json.loads((out / "c/config.json").read_text())
+    assert config["env_models"] == {"provider": "retrieval", "judge": "scripted"}
+    result = json.loads((out / "c/raw__clindiag__demo-1/result.json").read_text())
+    assert result["extra"]["env_models"] == {
+        "provider": "retrieval (offline)",
+        "judge": "scripted",
+    }

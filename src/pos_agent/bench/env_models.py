@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pos_agent.envs._registry import canonical_env, env_model_roles
-from pos_agent.llm import Completion, Message, Model, ModelFailure, TokenLedger
+from pos_agent.llm import Completion, Message, Model, ModelFailure, TokenLedger, parse_spec
 from pos_agent.trace import TraceWriter
 
 OFFLINE_LABEL = "{name} (offline)"
@@ -68,7 +68,16 @@ def resolve_env_models(env: str, requested: dict[str, str]) -> dict[str, str]:
             f"{name} has no model role {', '.join(unknown)}; its roles: {', '.join(roles)}"
         )
     everyone = requested.get("*")
-    return {role: requested.get(role) or everyone or offline for role, offline in roles.items()}
+    chosen = {role: requested.get(role) or everyone or offline for role, offline in roles.items()}
+    for role, spec in chosen.items():
+        if spec != roles[role]:
+            try:
+                parse_spec(spec)
+            except ModelFailure as failure:
+                raise ValueError(
+                    f"{role}: {failure.message}, or {roles[role]!r} (the offline option)"
+                ) from None
+    return chosen
 
 
 def env_model_labels(env: str, chosen: dict[str, str]) -> dict[str, str]:

@@ -57,6 +57,10 @@ def run(
         str, typer.Option(help="Response cache: off, read, write or readwrite.")
     ] = "off",
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Split the task is checked against (default: the environment's)."),
+    ] = None,
     env_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -98,6 +102,7 @@ def run(
         recovery=recovery,  # type: ignore[arg-type]
         max_steps=max_steps,
         seed=seed,
+        split=split,
         env_models=env_models,
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")

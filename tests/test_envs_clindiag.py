@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pos_agent.bench.case import CaseSpec, run_case
-from pos_agent.bench.env_models import parse_env_models, resolve_env_models
+from pos_agent.bench.env_models import TracedModel, parse_env_models, resolve_env_models
 from pos_agent.bench.suite import Suite, load_suite
 from pos_agent.envs import EnvError, InfrastructureError, list_tasks, make_env
 from pos_agent.envs.clindiag import (
@@ -23,6 +23,7 @@ from pos_agent.envs.clindiag import (
     ClinDiagCase,
     ClinDiagData,
     ClinDiagEnvironment,
+    ProviderReply,
     match_diagnosis,
     reference_variants,
     retrieval_answer,
@@ -35,8 +36,16 @@ from pos_agent.envs.tools import (
     parse_tool_calls,
     tool_schema_problems,
 )
-from pos_agent.llm import BackendError, GenerationRequest, ModelOptions, ScriptedModel
-from pos_agent.trace import read_events
+from pos_agent.llm import (
+    BackendError,
+    GenerationRequest,
+    Message,
+    Model,
+    ModelOptions,
+    ScriptedModel,
+    TokenLedger,
+)
+from pos_agent.trace import TraceWriter, read_events
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -630,6 +639,27 @@ def test_the_harness_labels_the_offline_options(demo_dir: Path, tmp_path: Path) 
         "judge": "matcher (offline)",
     }
     assert "provider" not in result.tokens and "judge" not in result.tokens
+
+
+def test_a_traced_model_is_a_model_that_records_under_its_role(tmp_path: Path) -> None:
+    ledger = TokenLedger()
+    with TraceWriter(tmp_path) as trace:
+        traced: Model = TracedModel(
+            ScriptedModel([{"answer": "ok"}]), "provider", ledger, trace, lambda: 7
+        )
+        completion = traced.complete(
+            [Message("user", "q")], schema=ProviderReply, role="policy", purpose="answer"
+        )
+    assert isinstance(completion.parsed, ProviderReply) and traced.spec == "scripted"
+    assert ledger.by_role()["provider"]["calls"] == 1 and ledger.by_role()["policy"]["calls"] == 0
+    assert ledger.by_step()[7]["provider"]["calls"] == 1
+    (event,) = read_events(tmp_path)
+    assert (event["event"], event["role"], event["step"], event["purpose"]) == (
+        "model_call",
+        "provider",
+        7,
+        "answer",
+    )
 
 
 def test_env_model_values_are_parsed_and_checked_against_the_environment() -> None:

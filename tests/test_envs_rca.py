@@ -492,3 +492,17 @@ def test_spans_are_named_records_and_error_status_is_one_constant(nezha_dir: Pat
         env.reset()
         overview = env.step(act(call("get_data_overview"))).text
     assert f"{failed} with error status" in overview
+
+
+# -- layout ---------------------------------------------------------------------------------------
+
+
+def test_diagnosis_environments_are_packages_of_small_modules() -> None:
+    envs = Path(rca.__file__).resolve().parents[1]
+    for name in ("rca", "clindiag"):
+        assert (envs / name / "__init__.py").is_file() and not (envs / f"{name}.py").exists()
+        modules = sorted((envs / name).rglob("*.py"))
+        assert len(modules) >= 6, name  # one job per file, not one file renamed
+        for module in modules:
+            lines = len(module.read_text(encoding="utf-8").splitlines())
+            assert lines <= 600, f"{module} has {lines} lines"

@@ -205,7 +205,7 @@ def finish(episode: Episode, observation: Observation) -> None:
     episode.success = observation.success
     episode.score = observation.score
     episode.done = observation.done
-    for key in ("metrics", "judge", "subset"):
+    for key in ("metrics", "judge", "judge_failed", "subset"):
         if key in observation.info:
             episode.extra[key] = observation.info[key]
 

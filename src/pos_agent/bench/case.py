@@ -25,6 +25,7 @@ from pos_agent.agents.base import (
 from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
+from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
@@ -49,6 +50,10 @@ class CaseSpec:
     split: str | None = None
     seed: int | None = None
     env_options: dict[str, Any] = field(default_factory=dict)
+    # Model spec per environment role (ClinDiag provider/judge; "*" for every role); roles
+    # left out use the environment's offline option. The same for every method (the paper's
+    # fixed LLM).
+    env_models: dict[str, str] = field(default_factory=dict)
 
     @property
     def case_id(self) -> str:
@@ -113,7 +118,14 @@ def run_case(
     max_steps = 0
     trace = TraceWriter(case_dir)
     trace.emit("episode_start", 0, spec=spec.__dict__, models=spec.models(), run=run_name)
+    env_labels: dict[str, str] = {}
     try:
+        try:
+            chosen = resolve_env_models(spec.env, spec.env_models)
+        except ValueError as exc:
+            raise EnvError(str(exc)) from None
+        env_labels = env_model_labels(spec.env, chosen)
+        role_options, env_models = build_env_models(chosen, spec.env, load, ledger, trace)
         env = make_env(
             spec.env,
             spec.task,
@@ -121,17 +133,17 @@ def run_case(
             split=spec.split,
             seed=spec.seed,
             **spec.env_options,
+            **role_options,
         )
         try:
+            for model in env_models:
+                model.step_source = _step_source(env)
             max_steps = env.max_steps
             agent = _build_agent(spec, load, ledger, trace, on_step, pos_config)
             category = _category(env)
             episode = agent.run(env)
             status = "success" if episode.success else "failure"
         finally:
-            env_ledger = getattr(env, "ledger", None)  # provider/judge calls of diagnosis envs
-            if isinstance(env_ledger, TokenLedger):
-                ledger.merge(env_ledger)
             env.close()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -178,6 +190,7 @@ def run_case(
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
+                **({"env_models": env_labels} if env_labels else {}),
             },
         )
         trace.emit("episode_end", episode.steps, status=status, success=result.success, error=error)
@@ -242,6 +255,16 @@ class _TracedExpert:
         self.trace.emit("observation", self.steps, **observation_info(observation))
         if self.on_step is not None:
             self.on_step(StepInfo(self.steps, action, observation.success))
+
+
+def _step_source(env: Environment) -> Callable[[], int | None]:
+    """The step an environment is playing (what its model calls are accounted to)."""
+
+    def step() -> int | None:
+        used = getattr(env, "steps_used", None)
+        return used if isinstance(used, int) else None
+
+    return step
 
 
 def _category(env: Any) -> str | None:

@@ -13,6 +13,7 @@ seeds: [0]             # optional: one case per task and seed
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}
 env_options: {}        # extra keyword arguments for make_env
+env_model: null        # environments with model roles (clindiag): SPEC, or {ROLE: SPEC}
 ```
 """
 
@@ -23,9 +24,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pos_agent.bench.case import CaseSpec
+from pos_agent.bench.env_models import parse_env_models, resolve_env_models
+from pos_agent.envs._registry import env_model_roles
+from pos_agent.envs._types import EnvError
 
 
 def _no_seed() -> list[int | None]:
@@ -68,6 +72,31 @@ class Suite(BaseModel):
     """Settings per method (pos, raw, ablations)."""
     env_options: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for make_env."""
+    env_model: str | dict[str, str] | None = None
+    """The environment's own model roles (ClinDiag provider and judge): one spec for every
+    role, or {role: spec}; a role left out uses its offline option. The same for every method
+    and backbone (the paper's fixed LLM); `--env-model` overrides it."""
+
+    @model_validator(mode="after")
+    def _roles_not_in_env_options(self) -> Suite:
+        try:
+            roles = set(env_model_roles(self.env))
+        except EnvError:
+            return self  # an unknown environment is reported when the cases are listed
+        misplaced = sorted(roles & set(self.env_options))
+        if misplaced:
+            raise ValueError(
+                f"{', '.join(misplaced)} go under `env_model:` (a model spec or the offline "
+                "option), not under env_options: the harness builds, traces and accounts them"
+            )
+        resolve_env_models(self.env, self.requested_env_models())
+        return self
+
+    def requested_env_models(self) -> dict[str, str]:
+        """`env_model` as {role or "*": spec}."""
+        if isinstance(self.env_model, dict):
+            return {str(k): str(v) for k, v in self.env_model.items()}
+        return parse_env_models(self.env_model)
 
     def task_ids(self) -> list[str]:
         if self.tasks == "all":
@@ -78,8 +107,21 @@ class Suite(BaseModel):
             ids = list(self.tasks)
         return ids[: self.limit] if self.limit else ids
 
-    def cases(self, agents: list[str], model: str, limit: int | None = None) -> list[CaseSpec]:
-        """Every (method, task, seed) case, methods interleaved so partial runs stay comparable."""
+    def cases(
+        self,
+        agents: list[str],
+        model: str,
+        limit: int | None = None,
+        env_models: dict[str, str] | None = None,
+    ) -> list[CaseSpec]:
+        """Every (method, task, seed) case, methods interleaved so partial runs stay comparable.
+
+        `env_models` ({role or "*": spec}, e.g. from `--env-model`) replaces the suite's
+        `env_model`; either way every case gets the same environment models.
+        """
+        chosen = resolve_env_models(
+            self.env, env_models if env_models else self.requested_env_models()
+        )
         tasks = self.task_ids()[:limit] if limit else self.task_ids()
         specs = []
         for task in tasks:
@@ -98,6 +140,7 @@ class Suite(BaseModel):
                             split=self.split,
                             seed=seed,
                             env_options=dict(self.env_options),
+                            env_models=dict(chosen),
                         )
                     )
         return specs

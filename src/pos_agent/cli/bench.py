@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from pos_agent.bench.case import AGENTS
+from pos_agent.bench.env_models import parse_env_models
 from pos_agent.bench.runner import (
     BenchConfig,
     run_bench,
@@ -64,6 +65,14 @@ def bench(
     infra_retries: Annotated[
         int, typer.Option(help="Retries of a case after an infrastructure error.", min=0)
     ] = 2,
+    env_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="The environment's own model roles (clindiag: provider and judge), the same "
+            "for every method: SPEC for every role or ROLE=SPEC, repeatable. Default: the "
+            "suite's env_model (built-in clindiag suites: the offline retrieval and matcher)."
+        ),
+    ] = None,
     list_suites: Annotated[
         bool, typer.Option("--list", help="List the built-in suites and exit.")
     ] = False,
@@ -86,8 +95,12 @@ def bench(
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
     try:
+        requested = parse_env_models(env_model)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
+    try:
         loaded = load_suite(suite)
-        specs = loaded.cases(methods, model, limit)
+        specs = loaded.cases(methods, model, limit, env_models=requested)
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -105,6 +118,7 @@ def bench(
             "suite": loaded.model_dump(),
             "agents": methods,
             "model": model,
+            "env_models": specs[0].env_models if specs else {},
             "workers": workers,
             "cases": [asdict(s) for s in specs],
         },

@@ -11,7 +11,9 @@ from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
 from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
+from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
 from pos_agent.cli.app import app
+from pos_agent.envs import EnvError
 from pos_agent.llm import ModelOptions
 
 console = Console(highlight=False, soft_wrap=True)
@@ -55,6 +57,18 @@ def run(
         str, typer.Option(help="Response cache: off, read, write or readwrite.")
     ] = "off",
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Split the task is checked against (default: the environment's)."),
+    ] = None,
+    env_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="The environment's own model roles (clindiag: provider and judge): SPEC for "
+            "every role or ROLE=SPEC, repeatable. Default: the offline options (retrieval, "
+            "matcher). Example: --env-model openai:gpt-4o-mini."
+        ),
+    ] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
@@ -75,6 +89,10 @@ def run(
         )
         if spec
     }
+    try:
+        env_models = resolve_env_models(env, parse_env_models(env_model))
+    except (ValueError, EnvError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
     spec = CaseSpec(
         env=env,
         task=task,
@@ -84,12 +102,17 @@ def run(
         recovery=recovery,  # type: ignore[arg-type]
         max_steps=max_steps,
         seed=seed,
+        split=split,
+        env_models=env_models,
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder
     options = ModelOptions(base_url=base_url, cache_mode=cache)
     models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
     console.print(f"[bold]pos run[/] {env} {task}  agent={agent}  models: {models}")
+    if env_models:
+        labels = env_model_labels(env, env_models)
+        console.print("environment models: " + ", ".join(f"{r}={m}" for r, m in labels.items()))
     console.print(f"trace: {case_dir / 'events.jsonl'}")
     started = time.monotonic()
     try:

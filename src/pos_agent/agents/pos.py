@@ -205,7 +205,7 @@ class PosAgent:
                 if cfg.variant != "no_trapping" and len(window) >= health_cfg.window:
                     report = self.assess(window, belief, health_cfg)
                     constraint = self.recover(
-                        report, transitions, belief, constraint, health_cfg, episode
+                        report, transitions, window[-1], constraint, health_cfg, episode
                     )
                 if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
                     belief = self.global_audit(belief, t + 1, constraint)
@@ -488,12 +488,13 @@ class PosAgent:
         self,
         report: HealthReport,
         transitions: Sequence[Transition],
-        belief: Belief,
+        latest: Validated,
         constraint: RecoveryConstraint | None,
         cfg: HealthConfig,
         episode: Episode,
     ) -> RecoveryConstraint | None:
         """Compose (or refresh) the constraint while trapped; release it once H > theta_H."""
+        belief = latest.belief
         if report.trapped:
             episode.trapped_steps += 1
             episode.patterns[report.pattern or "none"] += 1
@@ -504,7 +505,7 @@ class PosAgent:
                     report,
                     transitions,
                     belief,
-                    current_state=world_keys(belief),
+                    current_state=latest.world,
                     eps_w=cfg.eps_w,
                     max_recent=self.config.max_recent,
                 )

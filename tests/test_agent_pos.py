@@ -708,3 +708,13 @@ def test_a_gap_whose_words_match_nothing_never_recurs(tmp_path: Any) -> None:
     agent = PosAgent(RoleModels.single(Script().model()))
     report = agent.assess(window, belief, HealthConfig())
     assert (report.recurrence, report.lag, report.trapped) == (0.0, None, False)
+
+
+def test_a_real_models_prompts_show_the_whole_belief(tmp_path: Any) -> None:
+    # The 40-entity cap of the compact profile once applied to every model.
+    many = [{"op": "upsert_entity", "name": f"object {i}"} for i in range(45)]
+    gap = {"op": "add_gap", "kind": "achievement", "text": "heat the mug", "activate": True}
+    script = Script(init=lambda call: [*many, gap])
+    run(script, tmp_path, env=KitchenEnv(max_steps=1))
+    for prompt in (script.of("policy")[0].user, script.of("update")[0].user):
+        assert "- e45 object 44" in prompt and "more entities not shown" not in prompt

@@ -29,8 +29,6 @@ class PosConfig:
     """Steps between global audits (paper Table 8: 8; 32 on LOCA-Bench only); 0 disables them."""
     max_recent: int = 4
     """No-progress transitions shown with a recovery constraint (paper Table 8)."""
-    render_entities: int | None = 40
-    """Entities rendered into the policy prompt (active gap's first); None for all."""
     limits: AgentLimits | None = None
     """Generation budget and schema bounds per role. None: each role's model gets its own
     profile (`settings.profile_for_model`) and the paper's budget for the task kind."""

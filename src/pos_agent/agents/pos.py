@@ -37,7 +37,7 @@ from pos_agent.agents.base import (
 from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
 from pos_agent.agents.prompts import Step
 from pos_agent.agents.schemas import BeliefPatch, decision_schema, patch_schema
-from pos_agent.agents.settings import AgentLimits, paper_generation_tokens
+from pos_agent.agents.settings import AgentLimits, RoleLimits, paper_generation_tokens
 from pos_agent.belief import (
     Belief,
     Gap,
@@ -266,7 +266,9 @@ class PosAgent:
         patch = self.call(
             "belief",
             self.models.belief,
-            prompts.belief_update(self._render(turn.belief), step, diagnostic=self.diagnostic),
+            prompts.belief_update(
+                self._render(turn.belief, self.limits.belief), step, diagnostic=self.diagnostic
+            ),
             patch_schema(self.limits.belief.bounds),
             step=step.step,
             max_tokens=self.limits.belief.max_tokens,
@@ -333,7 +335,7 @@ class PosAgent:
             "belief",
             self.models.belief,
             prompts.belief_revision(
-                self._render(base),
+                self._render(base, self.limits.belief),
                 step,
                 ops,
                 verdict.findings,
@@ -367,14 +369,18 @@ class PosAgent:
         """Every N steps: the whole belief against a compact trajectory; fix what is supported."""
         if self.config.variant == "no_consistency":
             return belief
-        issues = self.sentinel.global_audit(belief, self._render(belief), step)
+        issues = self.sentinel.global_audit(
+            belief, self._render(belief, self.limits.sentinel), step
+        )
         if not issues:
             return belief
         fix = self.call(
             "belief",
             self.models.belief,
             prompts.global_revision(
-                self._render(belief), [issue_text(i) for i in issues], diagnostic=self.diagnostic
+                self._render(belief, self.limits.belief),
+                [issue_text(i) for i in issues],
+                diagnostic=self.diagnostic,
             ),
             patch_schema(self.limits.belief.bounds),
             step=step,
@@ -412,7 +418,7 @@ class PosAgent:
             self.models.policy,
             prompts.policy(
                 goal,
-                self._render(turn.belief),
+                self._render(turn.belief, self.limits.policy),
                 Step(turn.t, last_action, observation.text),
                 admissible,
                 shown,
@@ -541,8 +547,8 @@ class PosAgent:
         latest = window[-1] if window else None
         return latest.world if latest and latest.belief is belief else world_keys(belief)
 
-    def _render(self, belief: Belief) -> str:
-        return render_belief(belief, max_entities=self.config.render_entities)
+    def _render(self, belief: Belief, limits: RoleLimits) -> str:
+        return render_belief(belief, max_entities=limits.render_entities)
 
     def _trace_patch(
         self,

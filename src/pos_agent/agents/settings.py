@@ -8,7 +8,7 @@ no suite says. The answer schemas put no bound on a real model: its budget bound
 A 135M model is another matter: under constrained decoding it repeats list items and pads strings
 until the budget runs out, and its answers must close within a few hundred tokens to be usable.
 The `compact` profile holds the tight bounds it needs (128 policy tokens, a 60-character thought,
-6 ops a patch, 40/80-character strings, 3 audit issues, ...). It is chosen for the embedded model
+6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities in a prompt, ...). It is chosen for the embedded model
 (`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
 """
 
@@ -93,6 +93,9 @@ class Profile:
     bounds: SchemaBounds
     budgets: RoleBudgets | None = None
     """None: every call gets the suite's `generation_tokens` (the paper's setting)."""
+    render_entities: int | None = None
+    """Entities of the belief rendered into a prompt (the active gap's first, the rest counted);
+    None renders the whole belief."""
 
 
 # Sized for SmolLM2-135M under llama.cpp's grammar: an answer near its bounds still closes its
@@ -114,6 +117,7 @@ COMPACT = Profile(
         global_audit_issues=4,
     ),
     RoleBudgets(policy=128, belief=768, sentinel=512),
+    render_entities=40,
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}
@@ -131,6 +135,8 @@ class RoleLimits:
     profile: ProfileName
     max_tokens: int
     bounds: SchemaBounds
+    render_entities: int | None = None
+    """Entities of the belief this role's prompts show (None: all)."""
 
 
 def role_limits(
@@ -145,7 +151,9 @@ def role_limits(
     profile's budget or `generation_tokens`, and the profile's bounds with `bounds` applied."""
     chosen = PROFILES[profile or profile_for_model(model)]
     tokens = getattr(chosen.budgets, role) if chosen.budgets else generation_tokens
-    return RoleLimits(chosen.name, tokens, chosen.bounds.merged(bounds or {}))
+    return RoleLimits(
+        chosen.name, tokens, chosen.bounds.merged(bounds or {}), chosen.render_entities
+    )
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,6 @@ def _build_agent(
         recovery=config.recovery,
         clips=asdict(config.clips),
         policy_observation_chars=config.policy_observation_chars,
-        render_entities=config.render_entities,
     )
     agent = PosAgent(
         RoleModels(models["policy"], models["belief"], models["sentinel"]),

@@ -229,6 +229,7 @@ def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:
         "profile": "compact",
         "max_tokens": 128,
         "bounds": {**result.settings["policy"]["bounds"], "thought_chars": 30},
+        "render_entities": 40,
     }
     assert (
         result.settings["generation_tokens"] == 1024 and result.settings["context_window"] == 4096

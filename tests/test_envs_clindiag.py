@@ -36,6 +36,7 @@ from pos_agent.envs.tools import (
     parse_tool_calls,
     tool_schema_problems,
 )
+from pos_agent.events import ModelCallEvent
 from pos_agent.llm import (
     BackendError,
     GenerationRequest,
@@ -581,10 +582,12 @@ def scripted_loader(made: list[tuple[str, str]]) -> Callable[[str, str], Scripte
         if asked:
             return {
                 "thought": "enough",
-                "tool": "submit_diagnosis",
-                "args": {"final_diagnosis": "scrofula"},
+                "call": {"tool": "submit_diagnosis", "args": {"final_diagnosis": "scrofula"}},
             }
-        return {"thought": "travel", "tool": "ask_history", "args": {"question": "travel?"}}
+        return {
+            "thought": "travel",
+            "call": {"tool": "ask_history", "args": {"question": "travel?"}},
+        }
 
     def load(spec: str, role: str) -> ScriptedModel:
         made.append((spec, role))
@@ -617,10 +620,10 @@ def test_the_harness_traces_and_accounts_provider_and_judge_calls(
     assert result.tokens["provider"].prompt_tokens > 0
     assert result.extra["env_models"] == {"provider": "scripted", "judge": "scripted"}
     events = list(read_events(tmp_path / "case"))
-    calls = {e["role"]: e for e in events if e["event"] == "model_call"}
-    assert calls["provider"]["step"] == 1 and calls["judge"]["step"] == 2
-    assert calls["judge"]["output"] == {"correct": True, "reason": "same disease"}
-    assert calls["provider"]["prompt_tokens"] > 0 and "latency_s" in calls["provider"]
+    calls = {e.role: e for e in events if isinstance(e, ModelCallEvent)}
+    assert calls["provider"].step == 1 and calls["judge"].step == 2
+    assert calls["judge"].output == {"correct": True, "reason": "same disease"}
+    assert calls["provider"].prompt_tokens > 0 and calls["provider"].latency_s >= 0
 
 
 def test_the_harness_labels_the_offline_options(demo_dir: Path, tmp_path: Path) -> None:
@@ -654,12 +657,8 @@ def test_a_traced_model_is_a_model_that_records_under_its_role(tmp_path: Path) -
     assert ledger.by_role()["provider"]["calls"] == 1 and ledger.by_role()["policy"]["calls"] == 0
     assert ledger.by_step()[7]["provider"]["calls"] == 1
     (event,) = read_events(tmp_path)
-    assert (event["event"], event["role"], event["step"], event["purpose"]) == (
-        "model_call",
-        "provider",
-        7,
-        "answer",
-    )
+    assert isinstance(event, ModelCallEvent)
+    assert (event.role, event.step, event.purpose) == ("provider", 7, "answer")
 
 
 def test_env_model_values_are_parsed_and_checked_against_the_environment() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pos_agent.envs._registry import canonical_env, env_model_roles
+from pos_agent.events import ModelCallEvent, ModelFailureEvent
 from pos_agent.llm import Completion, Message, Model, ModelFailure, TokenLedger, parse_spec
 from pos_agent.trace import TraceWriter
 
@@ -143,41 +144,15 @@ class TracedModel:
         self._emit_call(step, purpose, answer)
         return answer
 
-    # The two emits are the only places that write this model's events; the typed trace
-    # events replace their payloads in one spot.
-
     def _emit_call(self, step: int | None, purpose: str, answer: Completion) -> None:
-        if self.trace is None:
-            return
-        self.trace.emit(
-            "model_call",
-            step,
-            role=self.role,
-            purpose=purpose,
-            model=answer.model,
-            prompt_tokens=answer.usage.prompt_tokens,
-            completion_tokens=answer.usage.completion_tokens,
-            latency_s=round(answer.latency_s, 4),
-            cached=answer.cached,
-            repairs=answer.repairs,
-            output=answer.parsed.model_dump(mode="json") if answer.parsed is not None else None,
-        )
+        if self.trace is not None:
+            self.trace.emit(ModelCallEvent.of(answer, step=step, role=self.role, purpose=purpose))
 
     def _emit_failure(self, step: int | None, purpose: str, failure: ModelFailure) -> None:
-        if self.trace is None:
-            return
-        self.trace.emit(
-            "model_failure",
-            step,
-            role=self.role,
-            purpose=purpose,
-            kind=failure.kind,
-            message=failure.message,
-            last_text=(failure.last_text or "")[:2000],
-            prompt_tokens=failure.usage.prompt_tokens,
-            completion_tokens=failure.usage.completion_tokens,
-            latency_s=round(failure.latency_s, 4),
-        )
+        if self.trace is not None:
+            self.trace.emit(
+                ModelFailureEvent.of(failure, step=step, role=self.role, purpose=purpose)
+            )
 
 
 def build_env_models(

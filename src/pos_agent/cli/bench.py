@@ -30,6 +30,14 @@ from pos_agent.bench.runner import (
 )
 from pos_agent.bench.suite import builtin_suites, load_suite
 from pos_agent.cli.app import app
+from pos_agent.cli.run import (
+    BOUND_HELP,
+    CONTEXT_HELP,
+    GENERATION_HELP,
+    PROFILE_HELP,
+    checked_bounds,
+    checked_profile,
+)
 from pos_agent.trace import CaseResult
 
 console = Console(highlight=False, soft_wrap=True)
@@ -76,6 +84,12 @@ def bench(
     list_suites: Annotated[
         bool, typer.Option("--list", help="List the built-in suites and exit.")
     ] = False,
+    generation_tokens: Annotated[
+        int | None, typer.Option(help=GENERATION_HELP + " Overrides the suite's.", min=16)
+    ] = None,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
+    context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
 ) -> None:
     """Run SUITE for each method and write runs/<run>/<agent>__<case>/ records plus summary.json.
 
@@ -84,7 +98,10 @@ def bench(
     if list_suites:
         for name in builtin_suites():
             loaded = load_suite(name)
-            console.print(f"[bold]{name}[/]  env={loaded.env}  {loaded.description}")
+            budget = loaded.generation_tokens or "paper default"
+            console.print(
+                f"[bold]{name}[/]  env={loaded.env}  tokens={budget}  {loaded.description}"
+            )
         return
     methods = [a.strip() for a in agents.split(",") if a.strip()]
     unknown = [a for a in methods if a not in AGENTS]
@@ -94,12 +111,25 @@ def bench(
         )
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    overrides: dict[str, object] = {
+        key: value
+        for key, value in (
+            ("generation_tokens", generation_tokens),
+            ("profile", checked_profile(profile)),
+            ("context_window", context_window),
+        )
+        if value is not None
+    }
+    bounds = checked_bounds(bound)
     try:
         requested = parse_env_models(env_model)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--env-model") from None
     try:
         loaded = load_suite(suite)
+        if bounds:
+            overrides["bounds"] = {**loaded.bounds, **bounds}
+        loaded = loaded.model_copy(update=overrides)
         specs = loaded.cases(methods, model, limit, env_models=requested)
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")

@@ -10,11 +10,45 @@ import typer
 from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
+from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
 from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
 from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
 from pos_agent.llm import ModelOptions
+
+GENERATION_HELP = (
+    "Generation tokens of every agent-side call (default: the paper's, App. D.1: 512 on "
+    "execution tasks, 4096 on diagnosis tasks). Roles on the compact profile keep its budgets."
+)
+PROFILE_HELP = (
+    f"Model profile for every role: {', '.join(PROFILE_NAMES)}. Default: compact (tight schema "
+    "bounds and budgets) for the embedded `local` model, standard (unbounded, the paper's "
+    "budgets) for every other model."
+)
+BOUND_HELP = (
+    "Override one schema bound, KEY=VALUE (a positive integer or none); repeatable. Keys: "
+    "thought_chars, action_chars, tool_arg_chars, name_chars, text_chars, patch_ops, init_ops, "
+    "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
+)
+CONTEXT_HELP = (
+    "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
+    "beyond it. Default: n_ctx for local models; never cut for a server."
+)
+
+
+def checked_profile(profile: str | None) -> str | None:
+    if profile is not None and profile not in PROFILE_NAMES:
+        raise typer.BadParameter(f"choose {' or '.join(PROFILE_NAMES)}", param_hint="--profile")
+    return profile
+
+
+def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
+    try:
+        return parse_bounds(bound)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--bound") from None
+
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -69,10 +103,17 @@ def run(
             "matcher). Example: --env-model openai:gpt-4o-mini."
         ),
     ] = None,
+    generation_tokens: Annotated[int | None, typer.Option(help=GENERATION_HELP, min=16)] = None,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
+    context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
+
+    Budgets and schema bounds follow the model: the embedded `local` model runs on the compact
+    profile, any other model on the paper's settings (--profile, --generation-tokens, --bound).
     """
     if agent not in AGENTS:
         raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
@@ -80,6 +121,8 @@ def run(
         raise typer.BadParameter("choose soft, hard or both", param_hint="--recovery")
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    bounds = checked_bounds(bound)
+    profile = checked_profile(profile)
     overrides = {
         role: spec
         for role, spec in (
@@ -104,6 +147,10 @@ def run(
         seed=seed,
         split=split,
         env_models=env_models,
+        generation_tokens=generation_tokens,
+        profile=profile,  # type: ignore[arg-type]
+        bounds=bounds,
+        context_window=context_window,
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder
@@ -132,6 +179,11 @@ def run(
     )
     if result.error:
         console.print(f"[red]error:[/] {result.error}")
+    if result.context_cuts:
+        console.print(
+            f"[yellow]note:[/] the history was cut to fit the context window at "
+            f"{result.context_cuts} step(s)"
+        )
     console.print(f"result: {case_dir / 'result.json'}")
     console.print(
         f"events: {case_dir / 'events.jsonl'}  (one JSON object per line; field `event` names its kind)"

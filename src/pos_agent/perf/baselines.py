@@ -46,7 +46,7 @@ from pos_agent.agents.context import (
 from pos_agent.agents.context.longhorizon import FINISH, DecisionRequest, LongHorizonHarness
 from pos_agent.agents.context.turns import render_turns
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
-from pos_agent.envs import Observation, make_env
+from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.llm import Completion, GenerationRequest, Message, ScriptedModel, TokenLedger
 
@@ -109,7 +109,7 @@ class ReplayEnv(BudgetedEnvironment):
     """Replays a recording in order, whatever the action; the submission ends the case."""
 
     name = "rca-replay"
-    kind = "diagnosis"
+    kind: TaskKind = "diagnosis"
 
     def __init__(self, recording: Recording, max_steps: int) -> None:
         super().__init__(task_id="replay", max_steps=max_steps, category="", split="")

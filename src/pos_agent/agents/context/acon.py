@@ -88,7 +88,8 @@ class AconContext:
         if self.summary is not None:
             parts.append(f"<HISTORY_SUMMARY>\n{self.summary}\n</HISTORY_SUMMARY>")
         if self.turns:
-            parts.append("Recent history:\n" + render_turns(self.turns))
+            label = "History since the summary" if self.summary is not None else "History"
+            parts.append(f"{label}:\n" + render_turns(self.turns))
         return "\n\n".join(parts)
 
 

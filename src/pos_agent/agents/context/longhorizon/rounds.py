@@ -153,35 +153,30 @@ class _Episode:
     # -- the loop ---------------------------------------------------------------------------------
 
     def run(self) -> LongHorizonOutcome:
-        ended: EndReason = "round_cap"
-        accepted = False
-        for number in range(1, self.settings.max_rounds + 1):
-            if self.observation.done:
-                ended = "env_done"
-                break
-            if self.actions_left() <= 0:
-                ended = "budget"
-                break
-            round_ = self.manage(number)
-            self.rounds.append(round_)
-            if round_.route == "done" and not round_.refused_done:
-                ended, accepted = "done", True
-                break
-            if round_.route == "blocked":
-                ended = "blocked"
-                break
-            if round_.route == "work":
-                self.execute(round_)
-                if not self.observation.done:
-                    self.audit(round_)
-        else:
-            ended = "env_done" if self.observation.done else "round_cap"
-        if self.observation.done and ended != "done":
-            ended = "env_done"
+        ended, accepted = self.rounds_until_end()
         final = self.submit_final()
         return LongHorizonOutcome(
             self.observation, self.rounds, self.actions, self.queries, accepted, ended, final
         )
+
+    def rounds_until_end(self) -> tuple[EndReason, bool]:
+        """Why the rounds ended, and whether with an accepted `done`."""
+        for number in range(1, self.settings.max_rounds + 1):
+            if self.observation.done:
+                return "env_done", False
+            if self.actions_left() <= 0:
+                return "budget", False
+            round_ = self.manage(number)
+            self.rounds.append(round_)
+            if round_.route == "done" and not round_.refused_done:
+                return "done", True
+            if round_.route == "blocked":
+                return "blocked", False
+            if round_.route == "work":
+                self.execute(round_)
+                if not self.observation.done:
+                    self.audit(round_)
+        return ("env_done" if self.observation.done else "round_cap"), False
 
     def actions_left(self) -> int:
         return self.env.max_steps - self.actions - self.reserve

@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown or args.steps < 1:
         parser.error(f"unknown method(s) {', '.join(unknown)}" if unknown else "--steps >= 1")
-    checkpoints = [c for c in CHECKPOINTS if c <= args.steps] or [args.steps]
+    checkpoints = sorted({c for c in CHECKPOINTS if c <= args.steps} | {args.steps})
     recording = record(args.case, args.data_dir, args.steps)
     sizes = [len(o.text) for _, o in recording.turns]
     print(

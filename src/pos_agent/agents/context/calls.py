@@ -12,14 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from pydantic import BaseModel
 
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import Completion, Message, Model, ModelFailure
-
-SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 # The ledger roles of the baselines' internal calls (paper Table 2 splits cost by role).
 INTERNAL_ROLES: tuple[str, ...] = (
@@ -79,21 +76,6 @@ class ModelCaller:
             return None
         text = answer.text.strip()
         return text or None
-
-    def parsed(
-        self,
-        role: str,
-        purpose: str,
-        messages: Sequence[Message],
-        schema: type[SchemaT],
-        *,
-        max_tokens: int,
-    ) -> SchemaT | None:
-        """The validated answer, or None when the call failed."""
-        answer = self._complete(role, purpose, messages, schema, max_tokens)
-        if answer is None or not isinstance(answer.parsed, schema):
-            return None
-        return answer.parsed
 
     def record(self, role: str, purpose: str, outcome: Completion | ModelFailure) -> None:
         """Keep a call made by other means (an embeddings request)."""

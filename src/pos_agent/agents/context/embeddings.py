@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import time
@@ -167,8 +168,6 @@ def load_embedder(spec: str, options: ModelOptions | None = None) -> Embedder:
     provider, _, model = spec.strip().partition(":")
     if provider not in ("openai", "dashscope") or not model.strip():
         raise ModelFailure("config", f"unknown embedding spec {spec!r}; use {EMBED_SPEC_FORMS}")
-    import importlib.util
-
     if importlib.util.find_spec("openai") is None:
         raise ModelFailure(
             "config",

@@ -184,7 +184,7 @@ class EmbeddingScorer:
                 raise
             self.last_scorer = f"{self.fallback.name} (fallback: {failure.kind})"
             return self.fallback.scores(query, keys)
-        for key, vector in zip(pending, vectors, strict=False):
+        for key, vector in zip(pending, vectors[:-1], strict=True):
             self._vectors[key] = vector
             del self._pending[key]
         query_vector = vectors[-1]

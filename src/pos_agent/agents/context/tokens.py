@@ -9,16 +9,9 @@ English prose and JSON the estimate is within about 20% of the GPT-4 and Qwen to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 CHARS_PER_TOKEN = 4
 
 
 def count_tokens(text: str) -> int:
     """Estimated tokens of `text` (rounded up, 0 for the empty string)."""
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
-def count_tokens_all(texts: Iterable[str]) -> int:
-    """Estimated tokens of several texts, each rounded up on its own."""
-    return sum(count_tokens(text) for text in texts)

@@ -136,7 +136,7 @@ class LongHorizonHarness:
 
 class _Episode:
     def __init__(self, harness: LongHorizonHarness, env: Environment) -> None:
-        self.h = harness
+        self.harness = harness
         self.settings = harness.settings
         self.env = env
         self.actions = 0
@@ -191,7 +191,7 @@ class _Episode:
 
     def manage(self, number: int) -> Round:
         reports = [r.audit for r in self.rounds if r.audit is not None]
-        text = self.h.caller.text(
+        text = self.harness.caller.text(
             "manager",
             "plan",
             prompts.manager_messages(
@@ -247,7 +247,7 @@ class _Episode:
             if self.actions_left() <= 0 or self.observation.done:
                 break
             view = executor_view(self.observation)
-            action = self.h.decide(
+            action = self.harness.decide(
                 DecisionRequest(
                     "executor",
                     "act",
@@ -259,7 +259,7 @@ class _Episode:
             if action is None or is_finish(action) or not allowed(action, view):
                 break
             round_.executor_turns.append(self.act("executor", action))
-        report = self.h.caller.text(
+        report = self.harness.caller.text(
             "executor",
             "report",
             prompts.executor_report_messages(base, round_.executor_turns),
@@ -278,8 +278,8 @@ class _Episode:
         for _ in range(self.settings.auditor_queries):
             if self.actions_left() <= 0 or self.observation.done:
                 break
-            view = auditor_view(self.observation, self.h.family)
-            action = self.h.decide(
+            view = auditor_view(self.observation, self.harness.family)
+            action = self.harness.decide(
                 DecisionRequest(
                     "auditor",
                     "query",
@@ -297,12 +297,12 @@ class _Episode:
         messages = prompts.auditor_report_messages(
             base, claim, self.observation.text, round_.auditor_turns
         )
-        text = self.h.caller.text(
+        text = self.harness.caller.text(
             "auditor", "audit", messages, max_tokens=self.settings.generation_tokens
         )
         if text is not None and parse_header(text) is None:
             round_.repaired = True
-            repaired = self.h.caller.text(
+            repaired = self.harness.caller.text(
                 "auditor",
                 "repair",
                 prompts.repair_messages(text),
@@ -317,8 +317,8 @@ class _Episode:
         self.observation = self.env.step(action)
         self.actions += 1
         turn = Turn(self.actions, action, self.observation.text)
-        if self.h.on_action is not None:
-            self.h.on_action(role, turn, self.observation)
+        if self.harness.on_action is not None:
+            self.harness.on_action(role, turn, self.observation)
         return turn
 
     def submit_final(self) -> str | None:
@@ -329,7 +329,7 @@ class _Episode:
             return None
         reports = [r.audit for r in self.rounds if r.audit is not None]
         view = final_view(self.observation)
-        action = self.h.decide(
+        action = self.harness.decide(
             DecisionRequest(
                 "manager",
                 "final_answer",

@@ -443,8 +443,9 @@ def main(argv: list[str] | None = None) -> None:
     for step in checkpoints:
         row = [cell(at(results[m], step)[1], lambda s: f"{s * 1000:.2f}") for m in timed]
         print(f"{step:>6} " + " ".join(f"{c:>8}" for c in row))
-    worst = [max(results[m].seconds.values(), default=0.0) * 1000 for m in timed]
-    print(f"{'max':>6} " + " ".join(f"{w:>8.2f}" for w in worst))
+    for label, pick in (("median", statistics.median), ("max", max)):
+        values = [pick(results[m].seconds.values() or [0.0]) * 1000 for m in timed]
+        print(f"{label:>6} " + " ".join(f"{v:>8.2f}" for v in values))
     last = checkpoints[-1]
     figures = " ".join(f"{m}={cell(at(results[m], last)[0], str)}" for m in METHODS if m in results)
     print(f"policy tokens at step {last}: {figures}")

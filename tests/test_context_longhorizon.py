@@ -25,6 +25,7 @@ from pos_agent.agents.context.longhorizon import (
 )
 from pos_agent.envs._episode import BackendResult
 from pos_agent.envs.tools import (
+    ToolCall,
     ToolCallError,
     ToolEnvironment,
     ToolSpec,
@@ -261,6 +262,10 @@ class ServiceEnv(ToolEnvironment):
     @property
     def tool_specs(self) -> list[ToolSpec]:
         return SPECS
+
+    @property
+    def fallback_call(self) -> ToolCall:
+        return ToolCall("check", {"service": "web"})
 
     def _backend_reset(self) -> BackendResult:
         self.goal = "find the faulty service and submit it"

@@ -1,7 +1,8 @@
 """A scripted world for agent tests: a tiny kitchen environment and a role-aware scripted model.
 
 The environment is a fake (tests only) built on the real budget/termination base class, so
-budgets and invalid actions behave exactly as in the real adapters.
+budgets and invalid actions behave exactly as in the real adapters. The scripted model tells the
+calls apart by the role and purpose every request carries, never by the prompt's wording.
 """
 
 from __future__ import annotations
@@ -11,8 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pos_agent.agents import prompts
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
+from pos_agent.envs.tools import (
+    ToolCall,
+    ToolCallError,
+    ToolEnvironment,
+    ToolSpec,
+    object_schema,
+    parse_tool_calls,
+    string_param,
+)
 from pos_agent.llm import GenerationRequest, ScriptedModel
 
 ACTIONS = ["examine microwave 1", "open microwave 1", "go to countertop 1", "go to sink 1"]
@@ -56,14 +65,96 @@ class KitchenEnv(BudgetedEnvironment):
         self.closed_backends += 1
 
 
+# (role, purpose) of every call the agents make -> the kind a script answers.
+KINDS = {
+    ("policy", "act"): "policy",
+    ("belief", "init"): "init",
+    ("belief", "update"): "update",
+    ("belief", "revision"): "revision",
+    ("belief", "global_revision"): "global_revision",
+    ("sentinel", "audit"): "audit",
+    ("sentinel", "progress"): "progress",
+    ("sentinel", "global_audit"): "global_audit",
+}
+
+
+SERVICES = ["cart", "checkout", "payment"]
+FAULTS = ["cpu", "memory", "network"]
+DESK_TOOLS = (
+    ToolSpec("get_alerts", "The alerts that fired.", object_schema()),
+    ToolSpec(
+        "read_log",
+        "The log of one service.",
+        object_schema(["service"], service=string_param("A service name.", enum=SERVICES)),
+    ),
+    ToolSpec(
+        "submit",
+        "Submit the culprit; this ends the case.",
+        object_schema(
+            ["service", "fault"],
+            service=string_param("The faulty service.", enum=SERVICES),
+            fault=string_param("The fault type.", enum=FAULTS),
+            note=string_param("Why."),
+        ),
+    ),
+)
+DESK_FALLBACK = '{"tool": "get_alerts", "args": {}}'
+
+
+class ToolDesk(ToolEnvironment):
+    """A diagnosis desk with three tools and up to `max_calls` calls a turn (tests only)."""
+
+    name = "tool-desk"
+
+    def __init__(self, max_steps: int = 4, max_calls: int = 3) -> None:
+        super().__init__(task_id="culprit", max_steps=max_steps, category="desk", split="test")
+        self.calls_per_turn = max_calls
+        self.received: list[str] = []
+
+    @property
+    def tool_specs(self) -> list[ToolSpec]:
+        return list(DESK_TOOLS)
+
+    @property
+    def fallback_call(self) -> ToolCall:
+        return ToolCall("get_alerts", {})
+
+    def _backend_reset(self) -> BackendResult:
+        self.goal = "find the faulty service and its fault type"
+        return BackendResult("An alert fired on checkout latency.", None)
+
+    def _backend_step(self, action: str) -> BackendResult:
+        self.received.append(action)
+        try:
+            calls = parse_tool_calls(action, DESK_TOOLS, max_calls=self.calls_per_turn)
+        except ToolCallError as error:
+            return self.invalid_result(str(error))
+        for call in calls:
+            if call.tool == "submit":
+                right = call.args == {"service": "payment", "fault": "network"} or (
+                    call.args.get("service"),
+                    call.args.get("fault"),
+                ) == ("payment", "network")
+                return BackendResult("Submitted.", None, done=True, success=right, score=1.0)
+        return BackendResult("; ".join(f"{c.tool}: nothing unusual" for c in calls), None)
+
+    def _backend_restart(self) -> None:
+        pass
+
+    def _backend_close(self) -> None:
+        pass
+
+
 @dataclass
 class Call:
     """One scripted model call, as the tests inspect it."""
 
-    kind: str  # init, update, revision, global_revision, audit, progress, global_audit, policy, raw
+    kind: str  # init, update, revision, global_revision, audit, progress, global_audit, policy
     user: str
     choices: list[str] | None
     system: str = ""
+    schema: dict[str, Any] | None = None
+    max_tokens: int = 0
 
     @property
     def observed_step(self) -> int:
@@ -95,6 +186,7 @@ class Script:
     revision: Patch | None = None
     progress: Callable[[Call], int] = lambda call: 0
     issues: Callable[[Call], list[dict[str, Any]]] = lambda call: []
+    decision: Callable[[Call], dict[str, Any]] | None = None  # the policy's whole answer (tools)
     malformed: set[str] = field(default_factory=set)  # call kinds answered with junk
     calls: list[Call] = field(default_factory=list)
 
@@ -106,13 +198,17 @@ class Script:
             request.schema.get("properties", {}).get("action", {})
         ):
             choices = list(request.schema["properties"]["action"]["enum"])
-        kind = _kind(system, user)
-        call = Call(kind, user, choices, system)
+        kind = KINDS.get((request.role, request.purpose))
+        if kind is None:
+            raise AssertionError(f"unexpected call: role={request.role!r} {request.purpose!r}")
+        call = Call(kind, user, choices, system, request.schema, request.max_tokens)
         if request.attempt == 0:
             self.calls.append(call)
         if kind in self.malformed:
             return "I think the answer is {not json"
-        if kind in ("policy", "raw"):
+        if kind == "policy" and self.decision is not None:
+            return json.dumps(self.decision(call))
+        if kind == "policy":
             return json.dumps({"thought": "", "action": self.policy(call)})
         if kind == "init":
             return json.dumps({"ops": self.init(call)})
@@ -134,21 +230,3 @@ class Script:
 
     def model(self) -> ScriptedModel:
         return ScriptedModel(self)
-
-
-def _kind(system: str, user: str) -> str:
-    if system.startswith(prompts.POLICY_SYSTEM):
-        return "policy"
-    if system.startswith(prompts.RAW_SYSTEM):
-        return "raw"
-    if system.startswith(prompts.PROGRESS_SYSTEM):
-        return "progress"
-    if system.startswith(prompts.AUDIT_SYSTEM.split("{")[0]):
-        return "global_audit" if user.startswith("Whole belief") else "audit"
-    if user.startswith("Goal:"):
-        return "init"
-    if user.startswith("Current belief (before your patch)"):
-        return "revision"
-    if "A full audit found" in user:
-        return "global_revision"
-    return "update"

@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_fixtures import ACTIONS, Call, KitchenEnv, Script
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
+from pos_agent.envs._episode import BudgetedEnvironment
+from pos_agent.events import (
+    BeliefCommitEvent,
+    Event,
+    HealthEvent,
+    ModelCallEvent,
+    ObservationEvent,
+    ProgressEvent,
+    RecoveryEvent,
+    SentinelEvent,
+)
 from pos_agent.trace import TraceWriter, read_events
+
+E = TypeVar("E", bound=Event)
 
 
 def run(
-    script: Script, tmp_path: Any, env: KitchenEnv | None = None, **config: Any
-) -> tuple[Any, list[dict[str, Any]]]:
+    script: Script, tmp_path: Any, env: BudgetedEnvironment | None = None, **config: Any
+) -> tuple[Any, list[Event]]:
     env = env or KitchenEnv()
     with TraceWriter(tmp_path) as trace:
         agent = PosAgent(RoleModels.single(script.model()), PosConfig(**config), trace=trace)
         episode = agent.run(env)
     return episode, list(read_events(tmp_path))
+
+
+def of(events: list[Event], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
 
 
 def recovering_policy(call: Call) -> str:
@@ -27,12 +44,12 @@ def recovering_policy(call: Call) -> str:
 def test_repeated_ineffective_action_is_trapped_static_at_first_full_window(tmp_path: Any) -> None:
     script = Script(policy=recovering_policy)
     episode, events = run(script, tmp_path)
-    health = [e for e in events if e["event"] == "health"]
-    assert health[0]["step"] == 8, "health starts at the K-th validated transition"
-    assert health[0]["trapped"] and health[0]["pattern"] == "static"
-    assert health[0]["blocked"] == "achievement"
-    recovery = [e for e in events if e["event"] == "recovery"]
-    assert recovery and recovery[0]["forbidden_actions"] == ["examine microwave 1"]
+    health = of(events, HealthEvent)
+    assert health[0].step == 8, "health starts at the K-th validated transition"
+    assert health[0].trapped and health[0].pattern == "static"
+    assert health[0].blocked == "achievement"
+    recovery = of(events, RecoveryEvent)
+    assert recovery and recovery[0].forbidden_actions == ["examine microwave 1"]
     policy_prompts = [c.user for c in script.of("policy")]
     assert all("RECOVERY" not in p for p in policy_prompts[:8])
     assert 'Do not repeat "examine microwave 1"' in policy_prompts[8]
@@ -78,22 +95,13 @@ def test_constraint_is_released_once_progress_resumes(tmp_path: Any) -> None:
         policy=policy, update=update, progress=lambda call: int("countertop" in call.user)
     )
     _, events = run(script, tmp_path, env=KitchenEnv(max_steps=12))
-    kinds = [
-        (e["event"], e["step"]) for e in events if e["event"] in ("recovery", "recovery_release")
-    ]
+    kinds = [(e.event, e.step) for e in events if e.event in ("recovery", "recovery_release")]
     assert kinds[0] == ("recovery", 8)
     assert ("recovery_release", 9) in kinds
     assert "RECOVERY" not in script.of("policy")[9].user
 
 
 def test_alternation_is_diagnosed_as_a_cycle_with_lag_2(tmp_path: Any) -> None:
-    def policy(call: Call) -> str:
-        return (
-            "go to sink 1"
-            if "at countertop 1" in call.user or "Goal" not in call.user
-            else "go to countertop 1"
-        )
-
     turn = iter(range(1000))
 
     def alternate(call: Call) -> str:
@@ -118,13 +126,12 @@ def test_alternation_is_diagnosed_as_a_cycle_with_lag_2(tmp_path: Any) -> None:
         update=update,
     )
     _, events = run(script, tmp_path, env=KitchenEnv(max_steps=10))
-    health = [e for e in events if e["event"] == "health"]
-    assert health[0]["trapped"] and health[0]["pattern"] == "cycle" and health[0]["lag"] == 2
-    assert health[0]["blocked"] == "epistemic"
-    recovery = next(e for e in events if e["event"] == "recovery")
+    health = of(events, HealthEvent)
+    assert health[0].trapped and health[0].pattern == "cycle" and health[0].lag == 2
+    assert health[0].blocked == "epistemic"
+    recovery = of(events, RecoveryEvent)[0]
     # a_7 = go to countertop 1 (even turns are countertop), a_8 = sink: the loop closes with a_7.
-    assert recovery["forbidden_actions"] == ["go to countertop 1"]
-    del policy
+    assert recovery.forbidden_actions == ["go to countertop 1"]
 
 
 def test_patch_contradicting_the_observation_is_rejected_and_previous_belief_kept(
@@ -144,16 +151,16 @@ def test_patch_contradicting_the_observation_is_rejected_and_previous_belief_kep
 
     script = Script(update=update)
     episode, events = run(script, tmp_path, env=KitchenEnv(max_steps=2))
-    assert [e["event"] for e in events if e["event"] in ("belief_commit", "belief_reject")] == [
+    assert [e.event for e in events if e.event in ("belief_commit", "belief_reject")] == [
         "belief_reject",
         "belief_reject",
     ]
-    sentinel = next(e for e in events if e["event"] == "sentinel")
-    assert any(f["rule"] == "contradicts_observation" for f in sentinel["rules"])
+    sentinel = of(events, SentinelEvent)[0]
+    assert any(f["rule"] == "contradicts_observation" for f in sentinel.rules)
     assert len(script.of("revision")) == 2, "one revision per rejected step"
     assert all(s["attribute"] != "door" for s in episode.final_belief["states"])
-    progress = [e for e in events if e["event"] == "progress"]
-    assert all(p["label"] == 0 and p["accepted"] is False for p in progress)
+    progress = of(events, ProgressEvent)
+    assert all(p.label == 0 and p.accepted is False for p in progress)
 
 
 def test_revision_that_fixes_the_patch_is_committed(tmp_path: Any) -> None:
@@ -182,8 +189,8 @@ def test_revision_that_fixes_the_patch_is_committed(tmp_path: Any) -> None:
 
     script = Script(update=update, revision=revision)
     episode, events = run(script, tmp_path, env=KitchenEnv(max_steps=1))
-    commit = next(e for e in events if e["event"] == "belief_commit")
-    assert commit["revised"] is True
+    commit = of(events, BeliefCommitEvent)[0]
+    assert commit.revised is True
     assert [s["value"] for s in episode.final_belief["states"]] == ["closed"]
 
 
@@ -200,8 +207,8 @@ def test_unsupported_audit_issue_is_dropped_not_obeyed(tmp_path: Any) -> None:
         ]
     )
     _, events = run(script, tmp_path, env=KitchenEnv(max_steps=1))
-    sentinel = next(e for e in events if e["event"] == "sentinel")
-    assert sentinel["audit"] == [] and sentinel["dropped"] == 1
+    sentinel = of(events, SentinelEvent)[0]
+    assert sentinel.audit == [] and sentinel.dropped == 1
     assert script.of("revision") == []
 
 
@@ -211,7 +218,7 @@ def test_malformed_output_from_every_role_degrades_without_ending_the_case(tmp_p
         folder = tmp_path / role
         episode, events = run(script, folder, env=KitchenEnv(max_steps=3, winning="none"))
         assert episode.steps == 3 and episode.done, role
-        assert any(e["event"] == "model_failure" for e in events), role
+        assert any(e.event == "model_failure" for e in events), role
         if role != "init":
             assert episode.degraded_steps >= 1, role
 
@@ -219,13 +226,13 @@ def test_malformed_output_from_every_role_degrades_without_ending_the_case(tmp_p
 def test_budget_exhaustion_is_a_failure(tmp_path: Any) -> None:
     episode, events = run(Script(), tmp_path, env=KitchenEnv(max_steps=4))
     assert episode.steps == 4 and episode.done and not episode.success
-    last = [e for e in events if e["event"] == "observation"][-1]
-    assert "exhausted" in last["text"]
+    last = of(events, ObservationEvent)[-1]
+    assert "exhausted" in last.text
 
 
 def test_no_trapping_ablation_never_assesses_health(tmp_path: Any) -> None:
     _, events = run(Script(), tmp_path, env=KitchenEnv(max_steps=10), variant="no_trapping")
-    assert not any(e["event"] in ("health", "recovery") for e in events)
+    assert not any(e.event in ("health", "recovery") for e in events)
 
 
 def test_no_consistency_ablation_has_no_audit_but_judges_progress(tmp_path: Any) -> None:
@@ -260,7 +267,7 @@ def test_raw_baseline_sees_the_whole_history(tmp_path: Any) -> None:
     script = Script(policy=lambda call: "go to sink 1")
     with TraceWriter(tmp_path) as trace:
         episode = RawAgent(script.model(), trace=trace).run(KitchenEnv(max_steps=4))
-    prompts = [c.user for c in script.of("raw")]
+    prompts = [c.user for c in script.of("policy")]
     assert episode.steps == 4 and len(prompts) == 4
     assert prompts[-1].count("> go to sink 1") == 3
     assert len(prompts[-1]) > len(prompts[0])
@@ -288,9 +295,10 @@ def test_diagnosis_progress_is_the_confidence_change_of_eq4(tmp_path: Any) -> No
 
     script = Script(update=update, progress=lambda call: 1)  # the sentinel's label is ignored
     _, events = run(script, tmp_path, env=DiagnosisKitchen(max_steps=3, winning="none"))
-    labels = [e for e in events if e["event"] == "progress"]
-    assert [p["label"] for p in labels] == [0, 1, 0]
-    assert [round(p["d"], 3) for p in labels] == [0.0, 0.35, 0.025]
+    labels = of(events, ProgressEvent)
+    # Eq. 4 over the union of both sides: the hypothesis appearing at 0.2 moves d by 0.1.
+    assert [p.label for p in labels] == [0, 1, 0]
+    assert [round(p.d or 0, 3) for p in labels] == [0.1, 0.35, 0.025]
     assert "This is a diagnosis task" in script.of("init")[0].system
     assert all("This is a diagnosis task" in c.system for c in script.of("update"))
 
@@ -310,10 +318,10 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
         ]
     )
     _, events = run(script, tmp_path / "diag", env=DiagnosisKitchen(max_steps=9, winning="none"))
-    assert next(e for e in events if e["event"] == "health")["blocked"] == "epistemic"
+    assert of(events, HealthEvent)[0].blocked == "epistemic"
     execution = Script(init=script.init)
     _, events = run(execution, tmp_path / "exec", env=KitchenEnv(max_steps=9, winning="none"))
-    assert next(e for e in events if e["event"] == "health")["blocked"] == "achievement"
+    assert of(events, HealthEvent)[0].blocked == "achievement"
     assert "This is a diagnosis task" not in execution.of("init")[0].system
 
 
@@ -344,7 +352,7 @@ def test_case_setting_for_the_global_audit_reaches_the_agent(tmp_path: Any) -> N
         run_case(spec, tmp_path / str(every), run_name="g", load=lambda _s, _r: Script().model())
         events = read_events(tmp_path / str(every))
         counts[every] = sum(
-            e.get("purpose") == "global_audit" for e in events if e["event"] == "model_call"
+            e.purpose == "global_audit" for e in events if isinstance(e, ModelCallEvent)
         )
     assert counts == {2: 2, 0: 0}  # after steps 2 and 4; step 6 ends the episode first
 
@@ -371,11 +379,342 @@ def test_every_event_the_harness_writes_is_a_declared_kind(tmp_path: Any) -> Non
         ("reject", Script(update=update)),
     ):
         _, events = run(script, tmp_path / name)
-        seen |= {e["event"] for e in events}
+        seen |= {e.event for e in events}
     spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", max_steps=2)
     run_case(
-        spec, tmp_path / "raw", run_name="k", load=lambda _s, _r: Script(malformed={"raw"}).model()
+        spec,
+        tmp_path / "raw",
+        run_name="k",
+        load=lambda _s, _r: Script(malformed={"policy"}).model(),
     )
-    seen |= {e["event"] for e in read_events(tmp_path / "raw")}
+    seen |= {e.event for e in read_events(tmp_path / "raw")}
     assert {"episode_start", "episode_end", "recovery", "belief_reject", "model_failure"} <= seen
     assert seen <= set(EVENT_KINDS), seen - set(EVENT_KINDS)
+
+
+# -- degraded steps, named results ---------------------------------------------------------------
+
+
+def test_degraded_steps_count_steps_not_calls_for_pos_and_raw(tmp_path: Any) -> None:
+    # Every role fails on every call: PoS has three degraded calls a step (the policy falls
+    # back, the update keeps the belief, the audit is unavailable), raw one; both count steps.
+    script = Script(malformed={"policy", "update", "audit"})
+    episode, events = run(script, tmp_path / "pos", env=KitchenEnv(max_steps=3, winning="none"))
+    assert episode.steps == 3 and episode.degraded_steps == 3
+    assert len([e for e in events if e.event == "model_failure"]) == 9
+    with TraceWriter(tmp_path / "raw") as trace:
+        raw = RawAgent(Script(malformed={"policy"}).model(), trace=trace)
+        raw_episode = raw.run(KitchenEnv(max_steps=3, winning="none"))
+    assert raw_episode.degraded_steps == 3
+
+
+# -- the active gap is retained until resolved ----------------------------------------------------
+
+TWO_GAPS: list[dict[str, Any]] = [
+    {"op": "upsert_entity", "name": "mug 1"},
+    {"op": "add_gap", "kind": "achievement", "text": "heat the mug", "refs": ["mug 1"],
+     "activate": True},
+    {"op": "add_gap", "kind": "achievement", "text": "put it away", "refs": ["mug 1"]},
+    {"op": "add_gap", "kind": "epistemic", "text": "where is the mug", "refs": ["mug 1"]},
+]  # fmt: skip
+
+
+def test_a_switch_of_the_open_active_gap_is_refused_and_allowed_once_resolved(
+    tmp_path: Any,
+) -> None:
+    from pos_agent.events import ActiveGapEvent
+
+    def update(call: Call) -> list[dict[str, Any]]:
+        if call.observed_step == 1:
+            return [{"op": "set_active_gap", "id": "g3"}]
+        if call.observed_step == 2:
+            return [{"op": "resolve_gap", "id": "g1"}, {"op": "set_active_gap", "id": "g3"}]
+        return []
+
+    script = Script(init=lambda call: TWO_GAPS, update=update)
+    episode, events = run(script, tmp_path, env=KitchenEnv(max_steps=4, winning="none"))
+    changes = of(events, ActiveGapEvent)
+    assert [(c.step, c.previous, c.active, c.requested) for c in changes] == [
+        (1, "g1", "g1", "g3"),
+        (2, "g1", "g3", None),
+    ]
+    assert (
+        changes[0].reason.startswith("kept") and changes[1].reason == "chosen by the belief model"
+    )
+    policy = [c.user for c in script.of("policy")]
+    assert "* g1 achievement: heat the mug" in policy[1], "still g1 after the refused switch"
+    assert "* g3 epistemic: where is the mug" in policy[2]
+    assert episode.final_belief["active_gap_id"] == "g3"
+
+
+def test_without_a_choice_the_next_gap_is_epistemic_first_in_diagnosis(tmp_path: Any) -> None:
+    from pos_agent.events import ActiveGapEvent
+
+    def update(call: Call) -> list[dict[str, Any]]:
+        return [{"op": "resolve_gap", "id": "g1"}] if call.observed_step == 1 else []
+
+    for env, expected in ((DiagnosisKitchen(max_steps=2, winning="none"), "g3"),
+                          (KitchenEnv(max_steps=2, winning="none"), "g2")):  # fmt: skip
+        script = Script(init=lambda call: TWO_GAPS, update=update)
+        _, events = run(script, tmp_path / env.kind, env=env)
+        change = of(events, ActiveGapEvent)[0]
+        assert (change.previous, change.active, change.reason) == (
+            "g1",
+            expected,
+            "earliest open gap",
+        )
+
+
+# -- progress is judged against the gap active before the step (Δ_t) ------------------------------
+
+
+def test_progress_is_judged_on_the_gap_active_before_the_step_even_when_resolved(
+    tmp_path: Any,
+) -> None:
+    from pos_agent.agents import prompts
+
+    def update(call: Call) -> list[dict[str, Any]]:
+        return [{"op": "resolve_gap", "id": "g1"}] if call.observed_step == 1 else []
+
+    shown = "Gap active before this step: g1 achievement: heat the mug (resolved by this step)"
+    for variant, kind in (("pos", "audit"), ("no_consistency", "progress")):
+        script = Script(init=lambda call: TWO_GAPS, update=update, progress=lambda call: 1)
+        _, events = run(
+            script, tmp_path / variant, env=KitchenEnv(max_steps=2, winning="none"), variant=variant
+        )
+        judged = script.of(kind)[0]
+        assert shown in judged.user, variant
+        assert prompts.PROGRESS_QUESTION in judged.system, "one progress question for both"
+        progress = of(events, ProgressEvent)
+        assert [(p.gap, p.label) for p in progress] == [("g1", 1), ("g2", 1)]
+
+
+# -- recovery texts ---------------------------------------------------------------------------------
+
+
+def test_generic_recovery_shows_no_diagnosis(tmp_path: Any) -> None:
+    script = Script(policy=recovering_policy)
+    _, events = run(script, tmp_path, variant="generic_recovery")
+    assert of(events, HealthEvent)[0].pattern == "static", "the trace keeps the diagnosis"
+    note = script.of("policy")[8].user.split("RECOVERY", 1)[1]
+    for word in ("trapped", "static", "achievement", "gap blocked"):
+        assert word not in note, word
+
+
+# -- tool environments: a union of the tools' own schemas, lists, the env's fallback --------------
+
+
+def test_tool_decisions_follow_each_tools_own_argument_schema(tmp_path: Any) -> None:
+    import json
+
+    from agent_fixtures import FAULTS, SERVICES, ToolDesk
+
+    calls = [
+        {"tool": "read_log", "args": {"service": "checkout"}},
+        {"tool": "get_alerts", "args": {}},
+    ]
+    script = Script(decision=lambda call: {"thought": "look first", "calls": calls})
+    desk = ToolDesk(max_steps=2, max_calls=3)
+    run(script, tmp_path, env=desk)
+    assert desk.received[0] == json.dumps(calls), "a JSON list of calls, in the env's format"
+    schema = script.of("policy")[0].schema
+    assert schema is not None
+    listed = schema["properties"]["calls"]
+    assert (listed["minItems"], listed["maxItems"]) == (1, 3)
+    members = {
+        d["properties"]["tool"]["const"]: d
+        for d in schema["$defs"].values()
+        if "tool" in d.get("properties", {})
+    }
+    assert set(members) == {"get_alerts", "read_log", "submit"}
+    submit = schema["$defs"][members["submit"]["properties"]["args"]["$ref"].split("/")[-1]]
+    assert submit["required"] == ["service", "fault"] and submit["additionalProperties"] is False
+    assert submit["properties"]["service"]["enum"] == SERVICES
+    assert submit["properties"]["fault"]["enum"] == FAULTS
+    assert submit["properties"]["note"] == {"type": "string", "description": "Why."}
+
+
+def test_one_call_per_turn_is_sent_as_one_object_and_optional_arguments_left_out(
+    tmp_path: Any,
+) -> None:
+    import json
+
+    from agent_fixtures import ToolDesk
+
+    answer = {
+        "thought": "",
+        "call": {"tool": "submit", "args": {"service": "payment", "fault": "network"}},
+    }
+    desk = ToolDesk(max_steps=2, max_calls=1)
+    episode, _ = run(Script(decision=lambda call: answer), tmp_path, env=desk)
+    assert desk.received == [json.dumps(answer["call"])]
+    assert episode.success and episode.degraded_steps == 0
+
+
+def test_a_tool_environment_falls_back_to_its_own_harmless_call_never_look(tmp_path: Any) -> None:
+    from agent_fixtures import DESK_FALLBACK, ToolDesk
+
+    desk = ToolDesk(max_steps=3)
+    episode, _ = run(Script(malformed={"policy"}), tmp_path, env=desk)
+    assert desk.received == [DESK_FALLBACK] * 3
+    assert episode.degraded_steps == 3
+
+
+def test_policy_prompts_show_every_tool_argument_with_its_allowed_values(tmp_path: Any) -> None:
+    from agent_fixtures import ToolDesk
+
+    line = "    service (string; required; one of: cart, checkout, payment): The faulty service."
+    script = Script(
+        decision=lambda call: {"thought": "", "calls": [{"tool": "get_alerts", "args": {}}]}
+    )
+    run(script, tmp_path / "pos", env=ToolDesk(max_steps=1))
+    raw_script = Script(decision=script.decision)
+    RawAgent(raw_script.model()).run(ToolDesk(max_steps=1))
+    for prompt in (script.of("policy")[0].user, raw_script.of("policy")[0].user):
+        assert line in prompt and "a list of 1 to 3 tool calls" in prompt
+
+
+# -- what each role reads and may write -----------------------------------------------------------
+
+
+class LongKitchen(KitchenEnv):
+    """Observations of 3,000 characters that end with a marker of their step."""
+
+    def _backend_step(self, action: str) -> Any:
+        self.taken = getattr(self, "taken", 0) + 1
+        result = super()._backend_step(action)
+        result.text += " filler" * 430 + f" END-OF-STEP-{self.taken}"
+        return result
+
+
+def test_raw_gets_the_complete_trajectory_unclipped(tmp_path: Any) -> None:
+    script = Script(policy=lambda call: "go to sink 1")
+    RawAgent(script.model()).run(LongKitchen(max_steps=4))
+    last = script.of("policy")[-1].user
+    assert all(f"END-OF-STEP-{n}" in last for n in (1, 2, 3))
+    assert len(last) > 3 * 3000
+
+
+def test_raw_cuts_the_oldest_turns_only_to_fit_the_context_window(tmp_path: Any) -> None:
+    from pos_agent.agents.settings import role_limits
+    from pos_agent.events import ContextCutEvent
+
+    script = Script(policy=lambda call: "go to sink 1")
+    limits = role_limits("policy", model="scripted", generation_tokens=512)
+    with TraceWriter(tmp_path) as trace:
+        agent = RawAgent(script.model(), trace=trace, limits=limits, context_window=3000)
+        episode = agent.run(LongKitchen(max_steps=6))
+    cuts = of(list(read_events(tmp_path)), ContextCutEvent)
+    assert episode.context_cuts == len(cuts) >= 1
+    last = script.of("policy")[-1].user
+    assert "END-OF-STEP-5" in last and "END-OF-STEP-1" not in last
+    assert f"The {cuts[-1].dropped} oldest turns are left out" in last
+    assert len(last) // 3 + 64 <= 3000 - 512, "the estimate fits the window with the answer"
+
+
+def test_the_belief_model_and_the_policy_see_each_observation_whole(tmp_path: Any) -> None:
+    script = Script(policy=lambda call: "go to sink 1")
+    run(script, tmp_path, env=LongKitchen(max_steps=2))
+    assert "END-OF-STEP-1" in script.of("update")[0].user
+    assert "END-OF-STEP-1" in script.of("policy")[1].user
+
+
+def test_roles_get_the_paper_budget_and_unbounded_schemas_by_default(tmp_path: Any) -> None:
+    script = Script()
+    run(script, tmp_path, env=KitchenEnv(max_steps=2))
+    assert {c.max_tokens for c in script.calls} == {512}, "paper App. D.1: 512 on ALFWorld"
+    update = script.of("update")[0].schema
+    assert update is not None and "maxItems" not in update["properties"]["ops"]
+    assert "maxLength" not in str(update) and "maxItems" not in str(update)
+
+
+def test_the_compact_profile_bounds_schemas_and_budgets(tmp_path: Any) -> None:
+    from pos_agent.agents.settings import AgentLimits
+
+    script = Script()
+    run(script, tmp_path, env=KitchenEnv(max_steps=2), limits=AgentLimits.of_profile("compact"))
+    budgets = {c.kind: c.max_tokens for c in script.calls}
+    assert budgets == {"init": 768, "policy": 128, "update": 768, "audit": 512}
+    init, update = script.of("init")[0].schema, script.of("update")[0].schema
+    assert init and update
+    assert init["properties"]["ops"]["maxItems"] == 12, "the initial belief may be larger"
+    assert update["properties"]["ops"]["maxItems"] == 6
+    assert script.of("policy")[0].schema["properties"]["thought"]["maxLength"] == 60  # type: ignore[index]
+
+
+# -- health projects every past world on the current active gap -----------------------------------
+
+
+def _walking_window(gap_ops: list[dict[str, Any]]) -> tuple[list[Any], Any]:
+    """Eight validated steps of an agent that moves every step (progress 1 each time), with the
+    goal gap g1 open throughout; `gap_ops` are applied at the last step."""
+    from pos_agent.agents.pos import Validated
+    from pos_agent.belief import Belief, apply_patch, world_keys
+
+    belief, _ = apply_patch(
+        Belief(goal="heat the mug"),
+        [
+            {"op": "upsert_entity", "name": "agent"},
+            {"op": "add_gap", "kind": "achievement", "text": "heat the mug", "activate": True},
+        ],
+    )
+    window = []
+    for step in range(1, 9):
+        ops: list[dict[str, Any]] = [
+            {
+                "op": "upsert_state",
+                "entity": "agent",
+                "attribute": "location",
+                "value": f"room {step}",
+            }
+        ]
+        if step == 8:
+            ops += gap_ops
+        belief, rejected = apply_patch(belief.at_step(step), ops)
+        assert not rejected
+        window.append(Validated(belief, world_keys(belief), 1))
+    return window, belief
+
+
+def test_a_new_gap_projects_every_past_world_and_progress_stays_healthy(tmp_path: Any) -> None:
+    from pos_agent.health import HealthConfig
+
+    # A new epistemic gap about the agent, activated at step 8: with its projection looked up in
+    # each past belief (where it did not exist), steps 1-7 projected to nothing and "recurred":
+    # R = 6/7 = 0.857, H = 0.14, trapped. Projected with the current gap, every step differs.
+    window, belief = _walking_window(
+        [
+            {
+                "op": "add_gap",
+                "kind": "epistemic",
+                "text": "is it here",
+                "refs": ["agent"],
+                "activate": True,
+            }
+        ]
+    )
+    agent = PosAgent(RoleModels.single(Script().model()))
+    report = agent.assess(window, belief, HealthConfig())
+    assert belief.active_gap_id == "g2"
+    assert (report.recurrence, report.health, report.trapped) == (0.0, 1.0, False)
+
+
+def test_a_gap_whose_words_match_nothing_never_recurs(tmp_path: Any) -> None:
+    from pos_agent.health import HealthConfig
+
+    window, belief = _walking_window(
+        [{"op": "add_gap", "kind": "epistemic", "text": "zebra quartz", "activate": True}]
+    )
+    agent = PosAgent(RoleModels.single(Script().model()))
+    report = agent.assess(window, belief, HealthConfig())
+    assert (report.recurrence, report.lag, report.trapped) == (0.0, None, False)
+
+
+def test_a_real_models_prompts_show_the_whole_belief(tmp_path: Any) -> None:
+    # The 40-entity cap of the compact profile once applied to every model.
+    many = [{"op": "upsert_entity", "name": f"object {i}"} for i in range(45)]
+    gap = {"op": "add_gap", "kind": "achievement", "text": "heat the mug", "activate": True}
+    script = Script(init=lambda call: [*many, gap])
+    run(script, tmp_path, env=KitchenEnv(max_steps=1))
+    for prompt in (script.of("policy")[0].user, script.of("update")[0].user):
+        assert "- e45 object 44" in prompt and "more entities not shown" not in prompt

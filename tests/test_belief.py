@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -409,6 +410,21 @@ def test_projection_falls_back_to_word_overlap_for_gaps_without_refs() -> None:
         kitchen(), [{"op": "add_gap", "kind": "epistemic", "text": "where is the microwave"}]
     )
     assert project(belief, "g3").entities == {"e2"}
+
+
+def test_a_past_world_is_projected_with_the_current_gap_record() -> None:
+    past = kitchen()
+    now, _ = apply_patch(
+        past.at_step(5),
+        [{"op": "add_gap", "kind": "epistemic", "text": "is the counter clear", "refs": ["e3"]}],
+    )
+    gap = now.gaps["g3"]
+    assert "g3" not in past.gaps
+    assert focus_keys(past, "g3").entities == frozenset(), "looked up by id: nothing there"
+    assert focus_keys(past, gap).entities == {"e1", "e3"}, "the current gap's refs apply"
+    assert project(past, gap) == project(now, "g3")
+    unknown = replace(gap, refs=("e99",))
+    assert focus_keys(past, unknown).empty, "refs the past world lacks select nothing"
 
 
 def test_rendering_is_compact_stable_and_id_bearing() -> None:

@@ -80,9 +80,7 @@ def test_resume_skips_finished_and_reruns_half_finished(tmp_path: Path) -> None:
         kept = read_result(case_dir(run_dir, spec))
         assert kept is not None and kept.started_at == started[spec.case_id], "not rerun"
     events = list(read_events(half))
-    assert events[0]["event"] == "episode_start" and events[-1]["event"] == "episode_end", (
-        "rerun whole"
-    )
+    assert events[0].event == "episode_start" and events[-1].event == "episode_end", "rerun whole"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["methods"]["expert"]["success"] == 3
 
@@ -146,7 +144,98 @@ def test_killing_a_real_run_loses_no_finished_result(tmp_path: Path) -> None:
     )
 
 
-def test_suite_method_settings_reach_the_case() -> None:
-    cases = load_suite("rca-nezha").cases(["pos", "raw"], "local", limit=1)
-    settings = {c.agent: c.global_audit_every for c in cases}
-    assert settings == {"pos": 32, "raw": None}
+def test_suite_method_settings_reach_the_case(tmp_path: Path) -> None:
+    path = tmp_path / "audit.yaml"
+    path.write_text(
+        "name: a\nenv: alfworld-mini\ntasks: [heat-mug]\nmethods: {pos: {global_audit_every: 32}}\n"
+    )
+    cases = load_suite(str(path)).cases(["pos", "raw"], "local")
+    assert {c.agent: c.global_audit_every for c in cases} == {"pos": 32, "raw": None}
+
+
+def test_paper_suites_carry_the_paper_budgets_and_rca_audits_every_8_steps() -> None:
+    budgets = {name: load_suite(name).generation_tokens for name in builtin_suites()}
+    assert budgets["alfworld"] == budgets["alfworld-mini"] == 512  # paper App. D.1
+    assert budgets["rca-nezha"] == budgets["clindiag-common"] == budgets["clindiag-all"] == 4096
+    rca = load_suite("rca-nezha").cases(["pos", "no_consistency"], "local", limit=1)
+    assert {c.global_audit_every for c in rca} == {None}, "PoS's 8 (paper Table 8); 32 is LOCA's"
+    assert {c.generation_tokens for c in rca} == {4096}
+
+
+def test_suite_budget_fields_and_their_errors(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        "name: b\nenv: alfworld-mini\ntasks: [heat-mug]\ngeneration_tokens: 1024\n"
+        "profile: compact\nbounds: {patch_ops: 20, text_chars: null}\ncontext_window: 4096\n"
+    )
+    (case,) = load_suite(str(path)).cases(["raw"], "openai:gpt-4o-mini")
+    assert (case.generation_tokens, case.profile, case.context_window) == (1024, "compact", 4096)
+    assert case.bounds == {"patch_ops": 20, "text_chars": None}
+    path.write_text("name: b\nenv: alfworld-mini\nbounds: {patch_opz: 3}\n")
+    with pytest.raises(ValueError, match="unknown schema bound"):
+        load_suite(str(path))
+
+
+def test_each_result_records_the_budgets_bounds_and_profile_it_ran_with(tmp_path: Path) -> None:
+    from agent_fixtures import Script
+    from pos_agent.bench.case import run_case
+
+    scripts: dict[str, Script] = {}
+
+    def load(spec: str, role: str) -> object:
+        scripts[role] = Script()
+        model = scripts[role].model()
+        model.spec = spec  # the scripted backend stands in for these specs
+        return model
+
+    spec = CaseSpec(
+        env="alfworld-mini",
+        task="heat-mug",
+        agent="pos",
+        model="openai:gpt-4o-mini",
+        role_models={"belief": "local"},
+        max_steps=1,
+        bounds={"patch_ops": 9},
+    )
+    result = run_case(spec, tmp_path / "pos", run_name="s", load=load)  # type: ignore[arg-type]
+    settings = result.settings
+    assert settings["generation_tokens"] == 512 and settings["temperature"] == 0.0
+    assert settings["policy"]["profile"] == "standard" and settings["policy"]["max_tokens"] == 512
+    assert settings["policy"]["bounds"]["thought_chars"] is None
+    assert settings["belief"]["profile"] == "compact" and settings["belief"]["max_tokens"] == 768
+    assert settings["belief"]["bounds"]["patch_ops"] == 9, "the override on top of the profile"
+    assert settings["global_audit_every"] == 8
+    assert {c.max_tokens for c in scripts["policy"].calls} == {512}
+    start = next(e for e in read_events(tmp_path / "pos") if e.event == "episode_start")
+    assert start.settings == settings  # type: ignore[attr-defined]
+
+    raw = CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", model="local", max_steps=1)
+    result = run_case(raw, tmp_path / "raw", run_name="s", load=load)  # type: ignore[arg-type]
+    assert result.settings["policy"]["profile"] == "compact"
+    assert result.settings["context_window"] == 8192, "a local model's n_ctx"
+
+
+def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [POS, "run", "alfworld-mini", "heat-mug", "--agent", "raw", "--model", "scripted",
+         "--max-steps", "1", "--out", str(tmp_path), "--run", "cli", "--profile", "compact",
+         "--generation-tokens", "1024", "--bound", "thought_chars=30", "--context-window", "4096"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = read_result(tmp_path / "cli" / "raw__alfworld-mini__heat-mug")
+    assert result is not None
+    assert result.settings["policy"] == {
+        "profile": "compact",
+        "max_tokens": 128,
+        "bounds": {**result.settings["policy"]["bounds"], "thought_chars": 30},
+        "render_entities": 40,
+    }
+    assert (
+        result.settings["generation_tokens"] == 1024 and result.settings["context_window"] == 4096
+    )
+    bad = subprocess.run(
+        [POS, "run", "alfworld-mini", "heat-mug", "--bound", "nope=3"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "unknown schema bound" in bad.stdout + bad.stderr

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pos_agent.belief import Belief
+from pos_agent.events import ActionEvent, BeliefInitEvent, ModelCallEvent
 from pos_agent.trace import read_events, read_result
 
 POS = str(Path(sys.executable).parent / "pos")
@@ -47,7 +49,7 @@ def test_pos_run_with_the_embedded_model_end_to_end(tmp_path: Path) -> None:
         result.tokens["policy"].calls >= result.steps and result.tokens["belief"].prompt_tokens > 0
     )
     events = list(read_events(case))
-    kinds = {e["event"] for e in events}
+    kinds = {e.event for e in events}
     assert {
         "episode_start",
         "model_call",
@@ -59,11 +61,20 @@ def test_pos_run_with_the_embedded_model_end_to_end(tmp_path: Path) -> None:
         "progress",
         "episode_end",
     } <= kinds
-    roles = {e["role"] for e in events if e["event"] == "model_call"}
+    roles = {e.role for e in events if isinstance(e, ModelCallEvent)}
     assert {"policy", "belief"} <= roles
-    actions = [e["action"] for e in events if e["event"] == "action"]
+    actions = [e.action for e in events if isinstance(e, ActionEvent)]
     assert len(actions) == result.steps and all(actions)
-    json.dumps(result.final_belief)  # the final belief is stored and serializable
+    # The final belief is stored whole: it reads back as a belief about this task, with the
+    # initial belief's records (engine ids) and at least one gap.
+    assert result.final_belief is not None
+    final = Belief.from_dict(json.loads(json.dumps(result.final_belief)))
+    init = next(e for e in events if isinstance(e, BeliefInitEvent))
+    assert final.goal == init.belief["goal"] and final.goal
+    assert final.gaps and set(Belief.from_dict(init.belief).gaps) <= set(final.gaps)
+    # The embedded model runs on the compact profile, and the result says so.
+    assert {result.settings[r]["profile"] for r in ("policy", "belief", "sentinel")} == {"compact"}
+    assert result.settings["policy"]["max_tokens"] == 128
 
 
 @pytest.mark.slow

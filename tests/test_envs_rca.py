@@ -1,6 +1,7 @@
 """RCA over the shipped Nezha cases: listing, every tool, turns of several calls, both budgets,
-scoring (FT/RCL/Joint at pod or service level), malformed submissions, and that no argument
-can reach the answers."""
+scoring (FT/RCL/Joint at pod or service level), malformed submissions, complete tool schemas,
+the fallback action, times read against the case's own date, named span records, and that no
+argument can reach the answers."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 
 import pos_agent.envs.rca as rca
+import pos_agent.envs.rca.submission as rca_submission
 from pos_agent.envs import EnvError, Observation, list_tasks, make_env
 from pos_agent.envs.rca import RcaAnswer, normalize_fault_type, score_submission
+from pos_agent.envs.tools import parse_tool_calls, tool_schema_problems
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 # Output bound of one tool call (MAX_OUTPUT_CHARS plus the budget line and clipping note).
@@ -255,13 +258,13 @@ def test_no_tool_argument_reaches_the_answers(
     nezha_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads: list[str] = []
-    real_read = rca.read_answer
+    real_read = rca_submission.read_answer
 
     def counting_read(answers_dir: Path, case_id: str) -> RcaAnswer:
         reads.append(case_id)
         return real_read(answers_dir, case_id)
 
-    monkeypatch.setattr(rca, "read_answer", counting_read)
+    monkeypatch.setattr(rca_submission, "read_answer", counting_read)
     answer_file = nezha_dir / "answers" / "nz-tt-010.json"
     probes = [
         "../answers/nz-tt-010.json",
@@ -329,3 +332,177 @@ def test_missing_answer_file_is_a_setup_error(nezha_dir: Path, tmp_path: Path) -
     shutil.copytree(nezha_dir / "cases/nz-ob-005", tmp_path / "cases/nz-ob-005")
     with pytest.raises(EnvError, match="answer file"):
         make_env("rca", "nz-ob-005", data_dir=tmp_path)
+
+
+# -- tool schemas, several calls a turn, the fallback action ------------------------------------
+
+
+def test_every_tool_schema_is_complete_with_the_fault_types_as_an_enum(nezha_dir: Path) -> None:
+    with rca.RcaEnvironment("nz-tt-010", data_dir=nezha_dir) as env:
+        first = env.reset()
+    assert first.tools is not None
+    for tool in first.tools:
+        parameters = tool["parameters"]
+        assert parameters["type"] == "object" and parameters["additionalProperties"] is False
+        assert isinstance(parameters["required"], list), tool["name"]
+        for name, schema in parameters["properties"].items():
+            assert schema.get("type") and schema.get("description"), (tool["name"], name)
+    assert all(tool_schema_problems(spec) == [] for spec in env.tool_specs)
+    submit = next(t for t in first.tools if t["name"] == "submit_root_cause")
+    assert submit["parameters"]["properties"]["fault_type"]["enum"] == list(rca.DEFAULT_FAULT_TYPES)
+    assert submit["parameters"]["required"] == ["root_cause_entity", "fault_type"]
+    types = next(t for t in first.tools if t["name"] == "list_entities")
+    assert types["parameters"]["properties"]["type"]["enum"] == ["service", "pod", "node"]
+
+
+def test_a_case_listing_its_own_fault_types_gets_them_in_the_schema(
+    nezha_dir: Path, tmp_path: Path
+) -> None:
+    root = copy_case(nezha_dir, tmp_path, "nz-ob-005")
+    task_file = root / "cases/nz-ob-005/task.json"
+    task = json.loads(task_file.read_text())
+    task["fault_types"] = ["network_delay", "pod_failure"]
+    task_file.write_text(json.dumps(task))
+    with make_env("rca", "nz-ob-005", data_dir=root) as env:
+        first = env.reset()
+        assert first.tools is not None
+        submit = next(t for t in first.tools if t["name"] == "submit_root_cause")
+        assert submit["parameters"]["properties"]["fault_type"]["enum"] == [
+            "network_delay",
+            "pod_failure",
+        ]
+        # A spelling of a listed type is still accepted and recorded as the listed type.
+        done = env.step(
+            act(call("submit_root_cause", root_cause_entity="cartservice", fault_type="Latency"))
+        )
+    assert done.info["submission"]["fault_type"] == "network_delay" and done.success
+
+
+def test_observations_offer_three_calls_and_a_read_only_fallback(nezha_dir: Path) -> None:
+    with rca.RcaEnvironment("nz-ob-005", data_dir=nezha_dir) as env:
+        first = env.reset()
+        assert first.max_calls == 3
+        assert first.fallback_action is not None
+        (fallback,) = parse_tool_calls(first.fallback_action, env.tool_specs)
+        assert fallback.tool == "get_data_overview"
+        after = env.step(first.fallback_action)
+        assert not after.done and not after.info["invalid_action"]
+        assert "Topology:" in after.text and after.info["tool_calls_used"] == 1
+        assert after.max_calls == 3 and after.fallback_action == first.fallback_action
+        done = env.step(
+            act(call("submit_root_cause", root_cause_entity="cartservice", fault_type="return"))
+        )
+    assert done.done and done.fallback_action is None
+
+
+# -- times come from the case, never from the day the code runs ---------------------------------
+
+
+def copy_case(nezha_dir: Path, root: Path, case_id: str) -> Path:
+    shutil.copytree(nezha_dir / "cases" / case_id, root / "cases" / case_id)
+    (root / "answers").mkdir(exist_ok=True)
+    shutil.copy(nezha_dir / "answers" / f"{case_id}.json", root / "answers")
+    for path in (root / "cases" / case_id).iterdir():
+        path.chmod(0o644)  # the shared data are read-only; the copy is edited
+    return root
+
+
+def edit_task(root: Path, case_id: str, **changes: Any) -> None:
+    path = root / "cases" / case_id / "task.json"
+    task = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            task.pop(key, None)
+        else:
+            task[key] = value
+    path.write_text(json.dumps(task))
+
+
+def test_clock_times_are_read_on_the_date_of_the_case_data(nezha_dir: Path, tmp_path: Path) -> None:
+    # nz-tt-010's telemetry is from 2023-01-29, about 09:38-09:46 UTC. Without an alert time or
+    # window, "09:40" must be read on that date (from the data), not on the day the test runs.
+    root = copy_case(nezha_dir, tmp_path, "nz-tt-010")
+    edit_task(root, "nz-tt-010", alert_time=None, alert_window=None)
+    query = call(
+        "query_metrics", entity="ts-ui-dashboard", metric="CpuUsageRate", start="09:38", end="09:50"
+    )
+    with make_env("rca", "nz-tt-010", data_dir=root) as env:
+        env.reset()
+        relative = env.step(act(query)).text
+        absolute = env.step(
+            act(
+                call(
+                    "query_metrics",
+                    entity="ts-ui-dashboard",
+                    metric="CpuUsageRate",
+                    start="2023-01-29T09:38:00Z",
+                    end="2023-01-29T09:50:00Z",
+                )
+            )
+        ).text
+    assert "Series (" in relative and "No metric points" not in relative
+    assert relative.split("\n[")[0] == absolute.split("\n[")[0]
+
+
+def test_a_dateless_alert_time_takes_the_window_date(nezha_dir: Path, tmp_path: Path) -> None:
+    root = copy_case(nezha_dir, tmp_path, "nz-tt-010")
+    edit_task(root, "nz-tt-010", alert_time="09:44:26")
+    with make_env("rca", "nz-tt-010", data_dir=root) as env:
+        env.reset()
+        overview = env.step(act(call("get_data_overview"))).text
+    # The split is 3 minutes before the alert, on the alert window's date.
+    assert "split at 09:41:26" in overview
+
+
+def test_a_case_with_no_time_at_all_asks_for_full_timestamps(
+    nezha_dir: Path, tmp_path: Path
+) -> None:
+    root = copy_case(nezha_dir, tmp_path, "nz-ob-005")
+    edit_task(root, "nz-ob-005", alert_time=None, alert_window=None)
+    for name in ("metrics", "logs", "traces", "alerts"):
+        (root / "cases/nz-ob-005" / f"{name}.parquet").unlink()
+    telemetry = rca.CaseTelemetry(root / "cases/nz-ob-005")
+    assert telemetry.reference_time is None and telemetry.alert_time is None
+    with pytest.raises(rca.ToolFailure, match="full ISO-8601"):
+        telemetry.window("09:40", None)
+    assert telemetry.window("2023-01-29T09:40:00Z", None)[0] is not None
+
+
+# -- span records ---------------------------------------------------------------------------------
+
+
+def test_spans_are_named_records_and_error_status_is_one_constant(nezha_dir: Path) -> None:
+    import pyarrow.parquet as pq
+
+    folder = nezha_dir / "cases/nz-tt-010"
+    table = pq.read_table(folder / "traces.parquet").to_pylist()
+    spans = rca.CaseTelemetry(folder).spans()
+    assert len(spans) == len(table)
+    first, row = spans[0], table[0]
+    assert (first.span_id, first.service, first.name) == (
+        row["spanId"],
+        row["serviceName"],
+        row["spanName"],
+    )
+    assert first.duration_ms == pytest.approx(row["duration"] / 1e6)
+    failed = sum(str(r["statusCode"]) == rca.SPAN_ERROR_STATUS for r in table)
+    assert failed == 36  # the case has error spans, so the count below can be wrong
+    assert sum(span.failed for span in spans) == failed
+    with make_env("rca-nezha", "nz-tt-010", data_dir=nezha_dir) as env:
+        env.reset()
+        overview = env.step(act(call("get_data_overview"))).text
+    assert f"{failed} with error status" in overview
+
+
+# -- layout ---------------------------------------------------------------------------------------
+
+
+def test_diagnosis_environments_are_packages_of_small_modules() -> None:
+    envs = Path(rca.__file__).resolve().parents[1]
+    for name in ("rca", "clindiag"):
+        assert (envs / name / "__init__.py").is_file() and not (envs / f"{name}.py").exists()
+        modules = sorted((envs / name).rglob("*.py"))
+        assert len(modules) >= 6, name  # one job per file, not one file renamed
+        for module in modules:
+            lines = len(module.read_text(encoding="utf-8").splitlines())
+            assert lines <= 600, f"{module} has {lines} lines"

@@ -267,10 +267,28 @@ def test_lag_is_none_when_nothing_recurs() -> None:
     assert report.recurrence == 0.0 and report.lag is None
 
 
-def test_empty_focus_worlds_are_at_distance_zero() -> None:
+def test_empty_focus_worlds_never_recur() -> None:
+    # A gap that projects to nothing (no refs and no word in common with the world) used to make
+    # every pair of steps "the same world" (d_J of two empty sets is 0): R = 1, trapped forever.
     empty = WorldKeys(frozenset(), frozenset(), frozenset())
-    report = assess_window([step(world(tag), empty) for tag in "ABCDEFGH"])
-    assert report.recurrence == 1.0 and report.lag == 1
+    report = assess_window([step(world(tag), empty, progress=1) for tag in "ABCDEFGH"])
+    assert report.recurrence == 0.0 and report.lag is None
+    assert report.health == 1.0 and not report.trapped
+    assert jaccard_distance(frozenset(), frozenset()) == 0.0, "d_J itself is unchanged"
+
+
+def test_an_empty_focus_is_never_close_to_another_step() -> None:
+    empty = WorldKeys(frozenset(), frozenset(), frozenset())
+    steps = [step(world("A"), world("F")) for _ in range(4)] + [
+        step(world("A"), empty) for _ in range(4)
+    ]
+    report = assess_window(steps)
+    # Lag 1: the three F-F pairs recur, the empty ones and the F-empty pair do not.
+    assert report.recurrence == pytest.approx(3 / 7) and report.lag == 1
+    trapped = assess_window([step(world("A"), empty) for _ in range(8)])
+    assert trapped.trapped and trapped.pattern == "static", "static reads the full world"
+    drifting = assess_window([step(world(t), empty) for t in "ABCDEFGH"])
+    assert drifting.trapped and drifting.pattern is None, "no drift on an empty projection"
 
 
 def test_persistence_is_zero_when_the_first_gap_set_is_empty() -> None:
@@ -420,18 +438,21 @@ def test_diagnostic_progress_exactly_eps_is_not_progress() -> None:
     assert d == pytest.approx(0.3) and u == 0
 
 
-def test_diagnostic_progress_counts_only_keys_on_both_sides() -> None:
+def test_diagnostic_progress_is_total_variation_over_the_union_of_both_sides() -> None:
+    # DESIGN §4: a record missing on one side has confidence 0 there.
+    assert diagnostic_progress({}, {"appears": 0.7}, 0.30) == (pytest.approx(0.35), 1)
+    assert diagnostic_progress({"goes": 0.4}, {}, 0.30) == (pytest.approx(0.2), 0)
     before = {"kept": 0.2, "dropped": 1.0}
     after = {"kept": 0.4, "added": 1.0}
-    assert diagnostic_progress(before, after, 0.30) == (pytest.approx(0.1), 0)
+    assert diagnostic_progress(before, after, 0.30) == (pytest.approx(1.1), 1)
 
 
 def test_diagnostic_progress_is_defensive_about_bad_confidences() -> None:
     before: dict[str, object] = {"nan": math.nan, "inf": 0.0, "text": 0.5, "none": 0.5, "big": 0.0}
     after: dict[str, object] = {"nan": 1.0, "inf": math.inf, "text": "high", "none": None, "big": 7}
     d, u = diagnostic_progress(before, after, 0.30)  # type: ignore[arg-type]
-    # nan, text and none count as missing; inf and 7 clip to 1.
-    assert (d, u) == (1.0, 1)
+    # nan, text and none count as missing (confidence 0); inf and 7 clip to 1.
+    assert (d, u) == (2.0, 1)
 
 
 def test_diagnostic_progress_of_identical_or_empty_dicts_is_zero() -> None:

@@ -76,6 +76,10 @@ def naive_world_distance(x: WorldKeys, y: WorldKeys) -> float:
     return sum(parts) / 3
 
 
+def is_empty(x: WorldKeys) -> bool:
+    return not x.entities and not x.states and not x.relations
+
+
 def naive_assess(steps: list[WindowStep], config: HealthConfig) -> dict[str, Any]:
     tolerance = 1e-9
     window = steps[-config.window :]
@@ -96,8 +100,10 @@ def naive_assess(steps: list[WindowStep], config: HealthConfig) -> dict[str, Any
     for candidate in range(1, min(config.max_lag, size - 1) + 1):
         close = 0
         for tau in range(candidate, size):
-            d = naive_world_distance(window[tau].focus, window[tau - candidate].focus)
-            close += d <= config.eps_w + tolerance
+            now, then = window[tau].focus, window[tau - candidate].focus
+            d = naive_world_distance(now, then)
+            # An empty projection is never a recurrence (DESIGN §2).
+            close += not is_empty(now) and not is_empty(then) and d <= config.eps_w + tolerance
         fraction = close / (size - candidate)
         if fraction > recurrence:
             recurrence, lag = fraction, candidate
@@ -110,7 +116,11 @@ def naive_assess(steps: list[WindowStep], config: HealthConfig) -> dict[str, Any
             pattern = "static"
         elif lag is not None and lag > 1 and recurrence >= config.theta_r - tolerance:
             pattern = "cycle"
-        elif naive_world_distance(last.focus, before.focus) <= config.eps_w + tolerance:
+        elif (
+            not is_empty(last.focus)
+            and not is_empty(before.focus)
+            and naive_world_distance(last.focus, before.focus) <= config.eps_w + tolerance
+        ):
             pattern = "drift"
         candidates = {
             k: p for k, p in (("epistemic", p_e), ("achievement", p_a)) if getattr(last, k)
@@ -318,7 +328,8 @@ def test_diagnostic_progress_label_is_d_above_eps(
     before: dict[str, float], after: dict[str, float]
 ) -> None:
     d, u = diagnostic_progress(before, after, 0.30)
-    shared = before.keys() & after.keys()
-    assert math.isclose(d, 0.5 * sum(abs(after[k] - before[k]) for k in shared), abs_tol=1e-12)
+    union = before.keys() | after.keys()
+    naive = 0.5 * sum(abs(after.get(k, 0.0) - before.get(k, 0.0)) for k in union)
+    assert math.isclose(d, naive, abs_tol=1e-12)
     if abs(d - 0.30) > 1e-6:
         assert u == int(d > 0.30)

@@ -127,6 +127,17 @@ def test_fact_sets_drift_outside_the_focus() -> None:
     assert report.trapped and report.pattern == "drift"
 
 
+def test_static_recovery_forbids_only_what_was_tried_in_this_same_state() -> None:
+    monitor = TrapMonitor()
+    goal = frozenset({"in(key, hand)"})
+    before, after = room_facts("hall"), room_facts("hall", "at(coin, floor)")
+    steps = [("wait", before)] * 2 + [("drop coin", after)] + [("wait", after)] * 3
+    for action, world in steps:
+        report = monitor.observe(action, "...", Facts(world=world, goals=goal), progress=0)
+    assert report.trapped and report.pattern == "static"
+    assert report.forbidden_actions == ("wait",)  # "drop coin" was tried in another state
+
+
 def test_a_met_goal_ends_the_trap() -> None:
     monitor = TrapMonitor()
     goal = frozenset({"in(key, hand)"})

@@ -14,7 +14,7 @@ import pytest
 
 from pos_agent.envs import EnvError, list_tasks, make_env
 from pos_agent.envs.rca import DEFAULT_FAULT_TYPES
-from pos_agent.envs.rca_generator import ENTRY, generate
+from pos_agent.envs.rca.generator import ENTRY, generate
 
 CASE_FILES = (
     "task.json",

@@ -11,7 +11,6 @@ from pos_agent.health.recovery import (
     compose_recovery,
     generic_recovery,
     should_release,
-    world_fingerprint,
 )
 
 CONFIG = HealthConfig()
@@ -57,7 +56,7 @@ def window_step(belief: Belief, progress: int) -> WindowStep:
 
 def test_static_trap_forbids_the_repeated_action_and_asks_for_a_state_change() -> None:
     belief = kitchen()
-    state = world_fingerprint(world_keys(belief))
+    state = world_keys(belief)
     steps = [window_step(belief, 0) for _ in range(CONFIG.window)]
     transitions = [
         Transition(t, "examine microwave 1", "Nothing happens.", 0, state) for t in range(1, 9)
@@ -83,15 +82,58 @@ def test_static_trap_forbids_the_repeated_action_and_asks_for_a_state_change() -
 
 def test_static_only_forbids_actions_taken_in_this_state() -> None:
     belief = kitchen()
-    state = world_fingerprint(world_keys(belief))
+    state = world_keys(belief)
+    elsewhere, _ = apply_patch(belief, [{"op": "upsert_entity", "name": "cabinet 2"}] * 1 + [
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "location", "value": "cabinet 2"},
+        {"op": "upsert_relation", "src": "mug 1", "type": "in", "dst": "cabinet 2"},
+    ])  # fmt: skip
     transitions = [
-        Transition(1, "go to cabinet 1", "You arrive.", 0, state + 1),
+        Transition(1, "go to cabinet 1", "You arrive.", 0, world_keys(elsewhere)),
         Transition(2, "look", "You see a microwave.", 0, state),
         Transition(3, "inventory", "You carry nothing.", 0, state),
     ]
     report = assess_window([window_step(belief, 0)] * 8, CONFIG)
     constraint = compose_recovery(report, transitions, belief, current_state=state)
     assert constraint.forbidden_actions == ("inventory", "look")
+
+
+def test_static_names_the_actions_taken_in_a_state_within_eps_w_not_only_an_identical_one() -> None:
+    # Each examination nudges a confidence (a new state key) but the world stays within eps_W:
+    # static detection calls it unchanged, so recovery must name the action, not print
+    # 'Do not repeat  in this unchanged state.' as an exact fingerprint did.
+    beliefs = []
+    belief, _ = apply_patch(
+        kitchen(),
+        [{"op": "upsert_state", "entity": "cabinet 1", "attribute": f"shelf {i}", "value": "empty"}
+         for i in range(6)],
+    )  # fmt: skip
+    for step in range(1, 10):
+        belief, _ = apply_patch(
+            belief.at_step(step),
+            [{"op": "upsert_state", "entity": "mug 1", "attribute": "seen", "value": "yes",
+              "confidence": 0.5 + step / 20}],
+        )  # fmt: skip
+        beliefs.append(belief)
+    transitions = [
+        Transition(t, "examine microwave 1", "Nothing happens.", 0, world_keys(beliefs[t - 1]))
+        for t in range(1, 9)
+    ]
+    report = assess_window([window_step(b, 0) for b in beliefs[1:]], CONFIG)
+    assert report.trapped and report.pattern == "static"
+    constraint = compose_recovery(
+        report, transitions, beliefs[-1], current_state=world_keys(beliefs[-1])
+    )
+    assert constraint.forbidden_actions == ("examine microwave 1",)
+    assert 'Do not repeat "examine microwave 1" in this unchanged state.' in constraint.render()
+
+
+def test_generic_recovery_renders_no_pattern_nor_blocked_gap() -> None:
+    belief = kitchen()
+    report = assess_window([window_step(belief, 0)] * 8, CONFIG)
+    assert report.pattern == "static" and report.blocked == "achievement"
+    text = generic_recovery(report, belief).render()
+    assert text.splitlines()[0] == f"RECOVERY (belief health {report.health:.2f})"
+    assert "static" not in text and "blocked" not in text and "trapped" not in text
 
 
 def test_cycle_forbids_the_action_that_closes_the_loop() -> None:

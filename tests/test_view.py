@@ -26,6 +26,7 @@ from pos_agent.bench.view import (
     write_view,
 )
 from pos_agent.cli.app import app
+from pos_agent.events import ActionEvent, ContextCutEvent, ObservationEvent
 from pos_agent.trace import CaseResult, TraceWriter, read_events, read_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -259,7 +260,7 @@ def test_actions_are_shown_with_the_observation_they_led_to(heat_mug_case: Path)
     assert len(policy_calls) == 1, "the policy call that chose the action sits with it"
 
 
-def test_no_consistency_ablation_commits_without_a_commit_event(tmp_path: Path) -> None:
+def test_no_consistency_commits_unaudited_and_the_view_replays_each_step(tmp_path: Path) -> None:
     def update(call: Call) -> list[dict[str, Any]]:
         step, _ = _observation(call)
         return [
@@ -280,6 +281,10 @@ def test_no_consistency_ablation_commits_without_a_commit_event(tmp_path: Path) 
         )
         episode = agent.run(KitchenEnv(max_steps=5))
     view = build_view(read_events(tmp_path), None)
+    verdicts = [v for s in view["steps"] for v in s["verdicts"]]
+    assert len(verdicts) == 5, "one commit per step, no audit, no rejection"
+    assert all(v["kind"] == "commit" and v["audited"] is False for v in verdicts)
+    assert not any(s["sentinel"] for s in view["steps"])
     final = view["beliefs"][view["steps"][-1]["belief"]]
     assert {k: v for k, v in final.items() if k != "step"} == {
         k: v for k, v in (episode.final_belief or {}).items() if k != "step"
@@ -319,9 +324,9 @@ def test_torn_trace_without_result_renders(tmp_path: Path) -> None:
 def test_text_from_the_environment_cannot_inject_markup(tmp_path: Path) -> None:
     nasty = '</script><script>alert("x")</script> <b>bold</b> & "quotes" \u2028'
     events = [
-        {"v": 1, "event": "observation", "step": 0, "t": 0, "text": nasty, "done": False},
-        {"v": 1, "event": "action", "step": 0, "t": 0, "action": nasty, "thought": nasty},
-        {"v": 1, "event": "observation", "step": 1, "t": 0, "text": nasty, "done": True},
+        ObservationEvent(step=0, text=nasty),
+        ActionEvent(step=0, action=nasty, thought=nasty),
+        ObservationEvent(step=1, text=nasty, done=True),
     ]
     result = CaseResult(run=nasty, case=nasty, env="e", task=nasty, agent="raw", status="failure",
                         success=False, error=nasty)  # fmt: skip
@@ -333,14 +338,27 @@ def test_text_from_the_environment_cannot_inject_markup(tmp_path: Path) -> None:
     assert "\\u003c" in embed_json("<")
 
 
-def test_events_of_a_newer_trace_version_are_kept_not_dropped() -> None:
+def test_unknown_kinds_and_newer_versions_are_reported_not_fatal(tmp_path: Path) -> None:
+    lines = [
+        {"v": 3, "event": "observation", "step": 0, "t": 0, "text": "hi", "extra_field": 1},
+        {"v": 3, "event": "brand_new", "step": 0, "t": 0, "payload": [1, 2]},
+    ]
+    (tmp_path / "events.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    data = embedded_data(write_view(tmp_path).read_text())
+    assert data["steps"][0]["observation"]["text"] == "hi"
+    warnings = " ".join(data["check"]["warnings"])
+    assert "newer than this viewer" in warnings and "1 unknown brand_new" in warnings
+
+
+def test_context_cuts_and_other_kinds_are_listed_with_their_step(tmp_path: Path) -> None:
     events = [
-        {"v": 2, "event": "observation", "step": 0, "t": 0, "text": "hi"},
-        {"v": 2, "event": "brand_new", "step": 0, "t": 0, "payload": [1, 2]},
+        ObservationEvent(step=0, text="start"),
+        ContextCutEvent(step=0, kept=3, dropped=2, context_window=4096),
     ]
     view = build_view(events, None)
-    assert view["steps"][0]["other"] == [{"event": "brand_new", "payload": [1, 2]}]
-    assert any("version" in w for w in view["check"]["warnings"])
+    assert view["steps"][0]["other"] == [
+        {"event": "context_cut", "role": "policy", "kept": 3, "dropped": 2, "context_window": 4096}
+    ]
 
 
 # -- finding the trace and the CLI ----------------------------------------------------------------

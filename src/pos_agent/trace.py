@@ -1,9 +1,9 @@
 """Run records (DESIGN §8): typed, versioned events in `events.jsonl` and an atomic `result.json`.
 
-One schema, written by the runner and read by the viewer and the reports. Events are appended
-and flushed one line at a time, so an interrupted or killed run leaves a readable prefix; the
-result file is written to a temporary file and renamed into place, so it is either absent or
-whole. Nothing here ever writes an API key: payloads pass through `redact` first.
+One schema (`pos_agent.events`), written by the runner and read by the viewer and the reports.
+Events are appended and flushed one line at a time, so an interrupted or killed run leaves a
+readable prefix; the result file is written to a temporary file and renamed into place, so it is
+either absent or whole. Nothing here ever writes an API key: payloads pass through `redact` first.
 """
 
 from __future__ import annotations
@@ -20,28 +20,24 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, Field
 
-TRACE_VERSION = 1
+from pos_agent.events import EVENT_KINDS, TRACE_VERSION, Event, TraceLines, parse_lines
+
+__all__ = [
+    "EVENT_KINDS",
+    "RESULT_VERSION",
+    "TRACE_VERSION",
+    "CaseResult",
+    "RoleTokens",
+    "TraceWriter",
+    "read_events",
+    "read_result",
+    "read_trace",
+    "redact",
+    "write_json_atomic",
+    "write_result",
+]
+
 RESULT_VERSION = 1
-EVENT_KINDS = (
-    "episode_start",
-    "model_call",
-    "model_failure",
-    "action",
-    "observation",
-    "belief_init",
-    "belief_patch",
-    "sentinel",
-    "revision",
-    "belief_commit",
-    "belief_reject",
-    "progress",
-    "health",
-    "recovery",
-    "recovery_release",
-    "active_gap",
-    "degraded",
-    "episode_end",
-)
 Status = Literal["success", "failure", "interrupted", "infra_error", "error"]
 
 # Anything that looks like a bearer token or API key is masked before it reaches a file.
@@ -85,18 +81,15 @@ class TraceWriter:
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
         self._started = time.monotonic()
 
-    def emit(self, event: str, step: int | None = None, **payload: Any) -> None:
-        """Write one event; never raises on odd payload values (they are made JSON-safe)."""
+    def emit(self, event: Event) -> None:
+        """Write one event, stamped with the trace version and its time; never raises on odd
+        payload values (they are made JSON-safe)."""
         if self._file is None:
             return
-        record = {
-            "v": TRACE_VERSION,
-            "event": event,
-            "step": step,
-            "t": round(time.monotonic() - self._started, 4),
-            **redact(payload),
-        }
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        record = event.model_dump(mode="json")
+        record["v"] = TRACE_VERSION
+        record["t"] = round(time.monotonic() - self._started, 4)
+        self._file.write(json.dumps(redact(record), ensure_ascii=False) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -111,21 +104,22 @@ class TraceWriter:
         self.close()
 
 
-def read_events(path: Path) -> Iterator[dict[str, Any]]:
-    """Events of a trace; a torn last line (a killed writer) is skipped, not fatal."""
+def read_events(path: Path, found: TraceLines | None = None) -> Iterator[Event]:
+    """Typed events of a trace (a case folder or its events.jsonl), version 1 upgraded.
+
+    A torn last line (a killed writer), an unknown kind or invalid fields skip that line, never
+    the trace; pass `found` to learn what was skipped and which versions were seen.
+    """
     if path.is_dir():
         path = path / "events.jsonl"
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
+        yield from parse_lines(handle, found)
+
+
+def read_trace(path: Path) -> tuple[list[Event], TraceLines]:
+    """Every typed event of a trace, and what reading it skipped."""
+    found = TraceLines()
+    return list(read_events(path, found)), found
 
 
 class RoleTokens(BaseModel):
@@ -158,6 +152,14 @@ class CaseResult(BaseModel):
     patterns: dict[str, int] = Field(default_factory=dict, description="Diagnosed pattern counts.")
     recoveries: int = Field(default=0, description="Recovery constraints applied.")
     degraded_steps: int = Field(default=0, description="Steps where a role fell back.")
+    context_cuts: int = Field(
+        default=0, description="Steps whose prompt left out old history to fit the context window."
+    )
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent ran with: per-role profile, generation tokens and schema "
+        "bounds, temperature, context window, global-audit interval, clips.",
+    )
     final_belief: dict[str, Any] | None = Field(default=None, description="Belief at the end.")
     error: str | None = Field(default=None, description="What went wrong, when something did.")
     started_at: float = Field(default=0.0, description="Unix time the case started.")

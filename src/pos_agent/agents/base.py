@@ -4,6 +4,7 @@ per-episode record, and the step callback the terminal display listens to."""
 from __future__ import annotations
 
 import difflib
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,14 @@ from pydantic import BaseModel
 
 from pos_agent.agents.schemas import action_text
 from pos_agent.envs import Environment, InfrastructureError, Observation
+from pos_agent.events import (
+    ActionEvent,
+    DegradedEvent,
+    Event,
+    ModelCallEvent,
+    ModelFailureEvent,
+    ObservationEvent,
+)
 from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
 from pos_agent.trace import TraceWriter
 
@@ -50,6 +59,9 @@ class Episode:
     patterns: Counter[str] = field(default_factory=Counter)
     recoveries: int = 0
     degraded_steps: int = 0
+    """Steps at which any role fell back (at most one per step, for every method)."""
+    context_cuts: int = 0
+    """Steps whose prompt had to leave out old history to fit the context window."""
     final_belief: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -92,54 +104,25 @@ class RoleCaller:
             )
         except ModelFailure as failure:
             self.ledger.record(role, failure, step)
+            self.emit(ModelFailureEvent.of(failure, step=step, role=role, purpose=purpose))
             if failure.kind in UNAVAILABLE:
                 # A server that stays unreachable after the retries is an infrastructure
                 # failure: the case is reported (and retried by `pos bench`), not scored.
-                self.emit(
-                    "model_failure",
-                    step,
-                    role=role,
-                    purpose=purpose,
-                    kind=failure.kind,
-                    message=failure.message,
-                )
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
-            self.emit(
-                "model_failure",
-                step,
-                role=role,
-                purpose=purpose,
-                kind=failure.kind,
-                message=failure.message,
-                last_text=(failure.last_text or "")[:2000],
-                prompt_tokens=failure.usage.prompt_tokens,
-                completion_tokens=failure.usage.completion_tokens,
-            )
             return None
         self.ledger.record(role, answer, step)
-        self.emit(
-            "model_call",
-            step,
-            role=role,
-            purpose=purpose,
-            model=answer.model,
-            prompt_tokens=answer.usage.prompt_tokens,
-            completion_tokens=answer.usage.completion_tokens,
-            latency_s=round(answer.latency_s, 4),
-            cached=answer.cached,
-            repairs=answer.repairs,
-            output=answer.parsed.model_dump(mode="json") if answer.parsed is not None else None,
-        )
+        self.emit(ModelCallEvent.of(answer, step=step, role=role, purpose=purpose))
         parsed = answer.parsed
         return parsed if isinstance(parsed, schema) else None
 
     def settle_action(
         self,
         answer: BaseModel | None,
+        observation: Observation,
         admissible: Sequence[str] | None,
         recent: Sequence[str],
         step: int,
-    ) -> tuple[str, bool]:
+    ) -> Decision:
         """The action to send for a policy answer, traced, and whether the step degraded.
 
         A valid answer goes as it is; an inadmissible one is repaired to the nearest admissible
@@ -147,22 +130,35 @@ class RoleCaller:
         """
         action, repair = validate_action(action_text(answer), admissible)
         if action is None:
-            action = fallback_action(admissible, recent)
+            action = fallback_action(observation, admissible, recent)
             self.emit(
-                "degraded", step, role="policy", fallback=action, reason=repair or "no answer"
+                DegradedEvent(
+                    step=step, role="policy", fallback=action, reason=repair or "no answer"
+                )
             )
         elif repair:
-            self.emit("degraded", step, role="policy", repaired_to=action, reason=repair)
-        self.emit("action", step, action=action, thought=getattr(answer, "thought", ""))
-        return action, answer is None or repair is not None
+            self.emit(DegradedEvent(step=step, role="policy", repaired_to=action, reason=repair))
+        self.emit(
+            ActionEvent(step=step, action=action, thought=str(getattr(answer, "thought", "")))
+        )
+        return Decision(action, degraded=answer is None or repair is not None)
 
-    def emit(self, event: str, step: int | None = None, **payload: Any) -> None:
+    def emit(self, event: Event) -> None:
         if self.trace is not None:
-            self.trace.emit(event, step, **payload)
+            self.trace.emit(event)
 
     def tokens(self) -> int:
         total = self.ledger.total()
         return int(total.get("prompt_tokens", 0)) + int(total.get("completion_tokens", 0))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's settled action for one step."""
+
+    action: str
+    degraded: bool
+    """The answer was missing or had to be repaired."""
 
 
 def validate_action(
@@ -190,14 +186,26 @@ def validate_action(
     return None, f"{text!r} is not admissible"
 
 
-def fallback_action(admissible: Sequence[str] | None, avoid: Sequence[str]) -> str:
-    """A valid action when the policy gave none: the first admissible one not just tried."""
-    if not admissible:
-        return "look"
-    for action in admissible:
-        if action not in avoid:
-            return action
-    return admissible[0]
+def fallback_action(
+    observation: Observation, admissible: Sequence[str] | None, avoid: Sequence[str]
+) -> str:
+    """A valid action when the policy gave none.
+
+    The environment's own offer first (tool environments: a read-only tool call); else the
+    first admissible action not just tried; else, with tools, a call of the first tool that
+    needs no arguments; else "look" for a text game.
+    """
+    if observation.fallback_action:
+        return observation.fallback_action
+    if admissible:
+        return next((a for a in admissible if a not in avoid), admissible[0])
+    for tool in observation.tools or []:
+        if not (tool.get("parameters") or {}).get("required"):
+            return json.dumps({"tool": tool.get("name"), "args": {}})
+    if observation.tools:
+        # No argument-free tool: an empty call makes the environment explain the format.
+        return json.dumps({"tool": observation.tools[0].get("name"), "args": {}})
+    return "look"
 
 
 def finish(episode: Episode, observation: Observation) -> None:
@@ -205,18 +213,19 @@ def finish(episode: Episode, observation: Observation) -> None:
     episode.success = observation.success
     episode.score = observation.score
     episode.done = observation.done
-    for key in ("metrics", "judge", "subset"):
+    for key in ("metrics", "judge", "judge_failed", "subset"):
         if key in observation.info:
             episode.extra[key] = observation.info[key]
 
 
-def observation_info(observation: Observation) -> dict[str, Any]:
+def observation_event(step: int, observation: Observation) -> ObservationEvent:
     """The part of an observation worth tracing."""
-    return {
-        "text": observation.text,
-        "done": observation.done,
-        "success": observation.success,
-        "score": observation.score,
-        "admissible": len(observation.admissible_actions or []),
-        "invalid_action": bool(observation.info.get("invalid_action")),
-    }
+    return ObservationEvent(
+        step=step,
+        text=observation.text,
+        done=observation.done,
+        success=observation.success,
+        score=observation.score,
+        admissible=len(observation.admissible_actions or []),
+        invalid_action=bool(observation.info.get("invalid_action")),
+    )

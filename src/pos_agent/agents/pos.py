@@ -1,127 +1,134 @@
 """The PoS agent: every decision is conditioned on a validated belief, not on a transcript.
 
-One episode (DESIGN §1):
+One episode (DESIGN §1, Algorithm 1 of the paper):
 
     B0 <- initialize(goal, o0)                                   belief model
     for t in 0..T-1:
-        a_t   <- policy(B_t, active gap, recovery constraint)    policy model
+        a_t   <- policy(B_t, active gap Δ_t, recovery constraint)  policy model
         o_t+1 <- env.step(a_t)
         B~    <- apply_patch(B_t, update(B_t, a_t, o_t+1))       belief model
         B_t+1 <- sentinel(B_t, B~): rules, LLM audit, one revision, else keep B_t
-        u_t+1 <- progress label (sentinel judgment, or Eq. 4 for diagnosis; success = 1)
-        keep the active gap unless resolved
+        u_t+1 <- progress on Δ_t (sentinel judgment, or Eq. 4 for diagnosis; success = 1)
+        keep Δ_t until it is resolved; then the belief model's choice, else the earliest open gap
         from the K-th validated transition: health H; trapped -> diagnose, compose C; else release C
 
 The variants share this loop: `no_consistency` skips the audit and revision (progress is still
-judged), `no_trapping` skips health and recovery, `generic_recovery` replaces the factorized
-constraint with one generic line.
+judged, by the same question), `no_trapping` skips health and recovery, `generic_recovery`
+replaces the factorized constraint with one generic line.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pos_agent.agents import prompts
 from pos_agent.agents.base import (
+    Decision,
     Episode,
     RoleCaller,
     StepCallback,
     StepInfo,
     finish,
-    observation_info,
+    observation_event,
 )
+from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
 from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import (
-    AuditIssue,
-    AuditReport,
-    BeliefPatch,
-    GlobalAudit,
-    ProgressJudgment,
-    decision_schema,
-)
+from pos_agent.agents.schemas import BeliefPatch, decision_schema, patch_schema
+from pos_agent.agents.settings import AgentLimits, RoleLimits, paper_generation_tokens
 from pos_agent.belief import (
     Belief,
+    Gap,
     PatchOutcome,
     apply_patch_detailed,
     focus_keys,
-    project,
     render_belief,
+    retain_active_gap,
     select_active_gap,
     world_keys,
 )
 from pos_agent.envs import Environment, Observation
+from pos_agent.events import (
+    ActiveGapEvent,
+    BeliefCommitEvent,
+    BeliefInitEvent,
+    BeliefPatchEvent,
+    BeliefRejectEvent,
+    DegradedEvent,
+    HealthEvent,
+    ProgressEvent,
+    RecoveryEvent,
+    RecoveryReleaseEvent,
+    RevisionEvent,
+    Scope,
+)
 from pos_agent.health import (
     HealthConfig,
     HealthReport,
     WindowStep,
+    WorldKeys,
     assess_window,
     diagnostic_progress,
 )
 from pos_agent.health.recovery import (
     RecoveryConstraint,
-    RecoveryMode,
     Transition,
     allowed_actions,
     compose_recovery,
     generic_recovery,
     should_release,
-    world_fingerprint,
 )
-from pos_agent.llm import Model, TokenLedger
-from pos_agent.sentinel import check_rules, normalize_quote
+from pos_agent.llm import TokenLedger
+from pos_agent.sentinel import check_rules
+from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
 
-Variant = Literal["pos", "no_consistency", "no_trapping", "generic_recovery"]
-VARIANTS: tuple[Variant, ...] = ("pos", "no_consistency", "no_trapping", "generic_recovery")
-
-
-@dataclass
-class PosConfig:
-    """Settings of the PoS loop; defaults follow the paper's Table 8."""
-
-    variant: Variant = "pos"
-    """Which method: the full loop or one of the ablations."""
-    recovery: RecoveryMode = "soft"
-    """soft: constraint in the prompt (paper); hard: forbidden actions removed; both."""
-    health: HealthConfig = field(default_factory=HealthConfig)
-    """Window, lags and thresholds of the health check."""
-    audit_transitions: int = 4
-    """Transitions the local audit sees."""
-    global_audit_every: int = 8
-    """Steps between global audits (32 for long-context tool tasks); 0 disables them."""
-    max_recent: int = 4
-    """No-progress transitions shown with a recovery constraint."""
-    render_entities: int | None = 40
-    """Entities rendered into the policy prompt (active gap's first); None for all."""
-    policy_tokens: int = 128
-    belief_tokens: int = 768
-    sentinel_tokens: int = 512
-    temperature: float = 0.0
+__all__ = [
+    "VARIANTS",
+    "PosAgent",
+    "PosConfig",
+    "RoleModels",
+    "Turn",
+    "Update",
+    "Validated",
+    "Variant",
+]
 
 
 @dataclass(frozen=True)
-class RoleModels:
-    """The model behind each role; one model may serve all three."""
-
-    policy: Model
-    belief: Model
-    sentinel: Model
-
-    @classmethod
-    def single(cls, model: Model) -> RoleModels:
-        return cls(model, model, model)
-
-
-@dataclass
-class _Validated:
+class Validated:
     """One validated transition in the health window."""
 
     belief: Belief
-    world: Any
+    world: WorldKeys
     progress: int
+
+
+@dataclass(frozen=True)
+class Update:
+    """The outcome of one transition for the belief: B_t+1 and the progress label u_t+1."""
+
+    belief: Belief
+    """The committed candidate, or B_t kept (stamped with the new step)."""
+    accepted: bool
+    progress: int
+    degraded: bool
+    """A belief or sentinel call gave no usable answer."""
+
+
+@dataclass
+class Turn:
+    """What one step of the loop knows before it acts."""
+
+    t: int
+    belief: Belief
+    """B_t, the belief the decision is conditioned on."""
+    world: WorldKeys
+    """Record keys of B_t (the state before the action, for static recovery)."""
+    gap: Gap | None
+    """Δ_t, the gap active before the step: progress is judged against it."""
 
 
 class PosAgent:
@@ -143,6 +150,10 @@ class PosAgent:
         self.call = RoleCaller(self.ledger, trace)
         self.on_step = on_step
         self.diagnostic = False
+        self.transcript = Transcript()
+        self.limits = self.config.limits or AgentLimits.for_models(
+            models.specs(), generation_tokens=paper_generation_tokens("execution")
+        )
 
     # -- the episode ----------------------------------------------------------------------------
 
@@ -150,69 +161,64 @@ class PosAgent:
         cfg = self.config
         health_cfg = replace(cfg.health, task=_task_of(env))
         self.diagnostic = health_cfg.task == "diagnostic"
-        self.observations: dict[int, str] = {}
-        self.trajectory: list[Step] = []
+        if cfg.limits is None:
+            self.limits = AgentLimits.for_models(
+                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind)
+            )
+        self.transcript = Transcript()
+        self.sentinel = Sentinel(
+            self.call, self.models.sentinel, self.limits.sentinel, self.transcript, cfg.clips
+        )
         episode = Episode()
         observation = env.reset()
-        self.observations[0] = observation.text
-        self.call.emit("observation", 0, **observation_info(observation))
+        self._observe(0, observation)
         belief = self.initialize(env.goal, observation)
-        window: deque[_Validated] = deque(maxlen=health_cfg.window)
+        window: deque[Validated] = deque(maxlen=health_cfg.window)
         transitions: deque[Transition] = deque(maxlen=health_cfg.window)
         constraint: RecoveryConstraint | None = None
         try:
             for t in range(env.max_steps):
-                # The keys of the last window entry are this belief's, unless a global audit
-                # changed it since; computing them is the costly part on large beliefs.
-                latest = window[-1] if window else None
-                keys = latest.world if latest and latest.belief is belief else world_keys(belief)
-                state_before = world_fingerprint(keys)
-                action, fell_back = self.decide(env.goal, belief, observation, t, constraint)
-                observation = env.step(action)
+                turn = Turn(t, belief, self._keys(belief, window), belief.active_gap)
+                decision = self.decide(env.goal, turn, observation, constraint)
+                observation = env.step(decision.action)
                 episode.steps = t + 1
-                self.observations[t + 1] = observation.text
-                self.call.emit("observation", t + 1, **observation_info(observation))
-                step = Step(t + 1, action, observation.text)
-                self.trajectory.append(step)
+                step = self._observe(t + 1, observation, decision.action)
 
-                belief, progress, degraded = self.update(belief, step, observation, health_cfg)
-                degraded += fell_back
+                update = self.update(turn, step, observation, health_cfg)
+                degraded = decision.degraded or update.degraded
                 episode.degraded_steps += degraded
+                belief = update.belief
                 if observation.done:
                     self._report(
-                        StepInfo(t + 1, action, observation.success, degraded=bool(degraded))
+                        StepInfo(t + 1, decision.action, observation.success, degraded=degraded)
                     )
                     break
-                belief = self.keep_active_gap(belief, constraint)
+                belief = self.keep_active_gap(turn.gap, belief, constraint)
                 transitions.append(
-                    Transition(t + 1, action, observation.text, progress, state_before)
+                    Transition(
+                        t + 1, decision.action, observation.text, update.progress, turn.world
+                    )
                 )
-                window.append(_Validated(belief, world_keys(belief), progress))
+                window.append(Validated(belief, world_keys(belief), update.progress))
 
                 report = None
                 if cfg.variant != "no_trapping" and len(window) >= health_cfg.window:
                     report = self.assess(window, belief, health_cfg)
                     constraint = self.recover(
-                        report,
-                        transitions,
-                        belief,
-                        constraint,
-                        health_cfg,
-                        episode,
-                        current_state=world_fingerprint(window[-1].world),
+                        report, transitions, window[-1], constraint, health_cfg, episode
                     )
                 if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
-                    belief = self.global_audit(belief, t + 1)
+                    belief = self.global_audit(belief, t + 1, constraint)
                 self._report(
                     StepInfo(
                         t + 1,
-                        action,
+                        decision.action,
                         observation.success,
                         health=report.health if report else None,
                         trapped=bool(report and report.trapped),
                         pattern=report.pattern if report else None,
                         recovery=constraint is not None,
-                        degraded=bool(degraded),
+                        degraded=degraded,
                     )
                 )
         finally:
@@ -223,265 +229,246 @@ class PosAgent:
     # -- belief initialization and update ------------------------------------------------------
 
     def initialize(self, goal: str, observation: Observation) -> Belief:
-        empty = Belief(goal=goal, step=0)
         patch = self.call(
             "belief",
             self.models.belief,
             prompts.belief_init(goal, observation.text, diagnostic=self.diagnostic),
-            BeliefPatch,
+            patch_schema(self.limits.belief.bounds, initial=True),
             step=0,
-            max_tokens=self.config.belief_tokens,
+            max_tokens=self.limits.belief.max_tokens,
             purpose="init",
         )
         ops = _ops(patch)
-        outcome = apply_patch_detailed(empty, ops)
+        outcome = apply_patch_detailed(Belief(goal=goal, step=0), ops)
         belief = outcome.belief
         if not belief.open_gaps:
             # The loop needs a gap to work on; the goal itself is the first achievement gap.
             belief = apply_patch_detailed(
                 belief, [{"op": "add_gap", "kind": "achievement", "text": goal, "activate": True}]
             ).belief
-        belief = replace(belief, active_gap_id=select_active_gap(belief, "achievement"))
+        belief = replace(belief, active_gap_id=select_active_gap(belief, self._preferred_gap))
         self.call.emit(
-            "belief_init",
-            0,
-            ops=ops,
-            rejected=[r.to_dict() for r in outcome.rejected],
-            belief=belief.to_dict(),
-            degraded=patch is None,
+            BeliefInitEvent(
+                step=0,
+                ops=ops,
+                rejected=[r.to_dict() for r in outcome.rejected],
+                belief=belief.to_dict(),
+                degraded=patch is None,
+            )
         )
         return belief
 
     def update(
-        self, belief: Belief, step: Step, observation: Observation, health_cfg: HealthConfig
-    ) -> tuple[Belief, int, int]:
-        """B_t+1 and u_t+1 for one transition; the third value counts degraded role calls."""
-        base = belief.at_step(step.step)
-        degraded = 0
+        self, turn: Turn, step: Step, observation: Observation, health_cfg: HealthConfig
+    ) -> Update:
+        """B_t+1 and u_t+1 for one transition."""
+        base = turn.belief.at_step(step.step)
         patch = self.call(
             "belief",
             self.models.belief,
-            prompts.belief_update(self._render(belief), step, diagnostic=self.diagnostic),
-            BeliefPatch,
+            prompts.belief_update(
+                self._render(turn.belief, self.limits.belief), step, diagnostic=self.diagnostic
+            ),
+            patch_schema(self.limits.belief.bounds),
             step=step.step,
-            max_tokens=self.config.belief_tokens,
+            max_tokens=self.limits.belief.max_tokens,
             purpose="update",
         )
         if patch is None:
-            degraded += 1
-            self.call.emit("degraded", step.step, role="belief", fallback="keep previous belief")
+            self.call.emit(
+                DegradedEvent(step=step.step, role="belief", fallback="keep previous belief")
+            )
         ops = _ops(patch)
         candidate = apply_patch_detailed(base, ops)
-        self._trace_patch("belief_patch", step.step, ops, candidate)
+        self._trace_patch(BeliefPatchEvent, step.step, ops, candidate)
 
         judge = health_cfg.task == "execution"
         if self.config.variant == "no_consistency":
-            committed, accepted = candidate.belief, True
-            self.call.emit("belief_commit", step.step, revised=False, audited=False)
-            progress = self.judge_progress(committed, step) if judge else 0
-        else:
-            committed, accepted, progress, audit_failed = self.validate(
-                base, ops, candidate, step, judge
+            self.call.emit(BeliefCommitEvent(step=step.step, audited=False))
+            verdict = (
+                self.sentinel.judge_progress(candidate.belief, step, turn.gap) if judge else None
             )
-            degraded += audit_failed
+            update = Update(
+                candidate.belief,
+                accepted=True,
+                progress=verdict.progress if verdict else 0,
+                degraded=bool(verdict and verdict.failed),
+            )
+        else:
+            update = self.validate(base, ops, candidate, step, turn.gap, judge)
         d = None
+        progress = update.progress
         if health_cfg.task == "diagnostic":
             d, progress = diagnostic_progress(
-                _confidences(base), _confidences(committed), health_cfg.eps_diag
+                _confidences(base), _confidences(update.belief), health_cfg.eps_diag
             )
-        if not accepted:
+        if not update.accepted:
             progress = 0  # the belief did not move
         if observation.success:
             progress = 1
-        self.call.emit("progress", step.step, label=progress, accepted=accepted, d=d)
-        return committed, progress, degraded
+        self.call.emit(
+            ProgressEvent(
+                step=step.step,
+                label=progress,
+                accepted=update.accepted,
+                d=d,
+                gap=turn.gap.id if turn.gap else None,
+            )
+        )
+        return replace(update, progress=progress, degraded=update.degraded or patch is None)
 
     def validate(
-        self, base: Belief, ops: list[Any], candidate: PatchOutcome, step: Step, judge: bool
-    ) -> tuple[Belief, bool, int, int]:
-        """Rules, then the LLM audit; one revision; else keep the previous belief.
-
-        Returns (belief, accepted, progress label, degraded calls)."""
-        findings, progress, failed = self.check(candidate, ops, step, judge)
-        if not findings:
-            self.call.emit("belief_commit", step.step, revised=False)
-            return candidate.belief, True, progress, failed
+        self,
+        base: Belief,
+        ops: list[Any],
+        candidate: PatchOutcome,
+        step: Step,
+        gap: Gap | None,
+        judge: bool,
+    ) -> Update:
+        """Rules, then the LLM audit; one revision; else keep the previous belief."""
+        verdict = self.sentinel.check(candidate, ops, step, gap, judge=judge)
+        if not verdict.findings:
+            self.call.emit(BeliefCommitEvent(step=step.step))
+            return Update(candidate.belief, True, verdict.progress, verdict.failed)
         revision = self.call(
             "belief",
             self.models.belief,
             prompts.belief_revision(
-                self._render(base),
+                self._render(base, self.limits.belief),
                 step,
                 ops,
-                findings,
-                self._evidence(findings, step),
+                verdict.findings,
+                self.sentinel.evidence(verdict.findings, step),
                 diagnostic=self.diagnostic,
             ),
-            BeliefPatch,
+            patch_schema(self.limits.belief.bounds),
             step=step.step,
-            max_tokens=self.config.belief_tokens,
+            max_tokens=self.limits.belief.max_tokens,
             purpose="revision",
         )
         if revision is None:
-            self.call.emit("belief_reject", step.step, findings=findings, reason="no revision")
-            return base, False, 0, failed + 1
+            self.call.emit(
+                BeliefRejectEvent(step=step.step, findings=verdict.findings, reason="no revision")
+            )
+            return Update(base, False, 0, degraded=True)
         revised_ops = _ops(revision)
         revised = apply_patch_detailed(base, revised_ops)
-        self._trace_patch("revision", step.step, revised_ops, revised)
-        remaining, progress, failed_again = self.check(revised, revised_ops, step, judge)
-        failed += failed_again
-        if remaining:
-            self.call.emit("belief_reject", step.step, findings=remaining)
-            return base, False, 0, failed
-        self.call.emit("belief_commit", step.step, revised=True)
-        return revised.belief, True, progress, failed
+        self._trace_patch(RevisionEvent, step.step, revised_ops, revised)
+        recheck = self.sentinel.check(revised, revised_ops, step, gap, judge=judge)
+        failed = verdict.failed or recheck.failed
+        if recheck.findings:
+            self.call.emit(BeliefRejectEvent(step=step.step, findings=recheck.findings))
+            return Update(base, False, 0, failed)
+        self.call.emit(BeliefCommitEvent(step=step.step, revised=True))
+        return Update(revised.belief, True, recheck.progress, failed)
 
-    def check(
-        self, candidate: PatchOutcome, ops: list[Any], step: Step, judge: bool
-    ) -> tuple[list[str], int, int]:
-        """Findings (rules + supported audit issues) as text, the progress label, failed calls."""
-        belief = candidate.belief
-        rules = check_rules(belief, self.observations, patch=ops, changed=candidate.changed)
-        neighbourhood = _neighbourhood(belief, candidate.changed)
-        recent = self.trajectory[-self.config.audit_transitions :]
-        report = self.call(
-            "sentinel",
-            self.models.sentinel,
-            prompts.audit(
-                render_belief(belief, only=neighbourhood) if neighbourhood else "(nothing changed)",
-                _gaps_text(belief),
-                recent,
-                judge_progress=judge,
-            ),
-            AuditReport,
-            step=step.step,
-            max_tokens=self.config.sentinel_tokens,
-            purpose="audit",
-        )
-        issues = self._supported(report.issues if report else [], belief)
-        progress = report.progress if report else _fallback_progress(candidate)
-        self.call.emit(
-            "sentinel",
-            step.step,
-            rules=[f.to_dict() for f in rules],
-            audit=[i.model_dump() for i in issues],
-            dropped=len(report.issues) - len(issues) if report else 0,
-            progress=progress,
-            reason=(report.reason or "") if report else "audit unavailable: gap/score heuristic",
-        )
-        texts = [f"[{f.rule}] {f.reason}" for f in rules] + [_issue_text(i) for i in issues]
-        return texts, int(progress), int(report is None)
-
-    def judge_progress(self, belief: Belief, step: Step) -> int:
-        judgment = self.call(
-            "sentinel",
-            self.models.sentinel,
-            prompts.progress(_gaps_text(belief), step),
-            ProgressJudgment,
-            step=step.step,
-            max_tokens=96,
-            purpose="progress",
-        )
-        return int(judgment.progress) if judgment else 0
-
-    def global_audit(self, belief: Belief, step: int) -> Belief:
+    def global_audit(
+        self, belief: Belief, step: int, constraint: RecoveryConstraint | None
+    ) -> Belief:
         """Every N steps: the whole belief against a compact trajectory; fix what is supported."""
         if self.config.variant == "no_consistency":
             return belief
-        report = self.call(
-            "sentinel",
-            self.models.sentinel,
-            prompts.global_audit(self._render(belief), self.trajectory),
-            GlobalAudit,
-            step=step,
-            max_tokens=self.config.sentinel_tokens,
-            purpose="global_audit",
+        issues = self.sentinel.global_audit(
+            belief, self._render(belief, self.limits.sentinel), step
         )
-        issues = self._supported(report.issues if report else [], belief)
-        self.call.emit("sentinel", step, scope="global", audit=[i.model_dump() for i in issues])
         if not issues:
             return belief
         fix = self.call(
             "belief",
             self.models.belief,
             prompts.global_revision(
-                self._render(belief),
-                [_issue_text(i) for i in issues],
+                self._render(belief, self.limits.belief),
+                [issue_text(i) for i in issues],
                 diagnostic=self.diagnostic,
             ),
-            BeliefPatch,
+            patch_schema(self.limits.belief.bounds),
             step=step,
-            max_tokens=self.config.belief_tokens,
+            max_tokens=self.limits.belief.max_tokens,
             purpose="global_revision",
         )
         ops = _ops(fix)
         outcome = apply_patch_detailed(belief, ops)
-        self._trace_patch("revision", step, ops, outcome)
-        if check_rules(outcome.belief, self.observations, patch=ops, changed=outcome.changed):
-            self.call.emit("belief_reject", step, scope="global")
+        self._trace_patch(RevisionEvent, step, ops, outcome, scope="global")
+        observations = self.transcript.observations
+        if check_rules(outcome.belief, observations, patch=ops, changed=outcome.changed):
+            self.call.emit(BeliefRejectEvent(step=step, scope="global"))
             return belief
-        self.call.emit("belief_commit", step, scope="global")
-        return outcome.belief
+        self.call.emit(BeliefCommitEvent(step=step, scope="global"))
+        return self.keep_active_gap(belief.active_gap, outcome.belief, constraint)
 
     # -- decision ------------------------------------------------------------------------------
 
     def decide(
         self,
         goal: str,
-        belief: Belief,
+        turn: Turn,
         observation: Observation,
-        t: int,
         constraint: RecoveryConstraint | None,
-    ) -> tuple[str, int]:
-        """The next action and whether the policy had to fall back (1) or not (0)."""
+    ) -> Decision:
+        """The next action, settled (validated, repaired or fallen back) and traced."""
         admissible = observation.admissible_actions
-        if (
-            admissible is not None
-            and constraint is not None
-            and self.config.recovery in ("hard", "both")
-        ):
+        mode = self.config.recovery
+        if admissible is not None and constraint is not None and mode in ("hard", "both"):
             admissible = allowed_actions(admissible, constraint)
-        shown = constraint is not None and self.config.recovery in ("soft", "both")
+        shown = constraint.render() if constraint and mode in ("soft", "both") else None
+        last_action = self.transcript.steps[-1].action if self.transcript.steps else ""
         answer = self.call(
             "policy",
             self.models.policy,
             prompts.policy(
                 goal,
-                self._render(belief),
-                Step(t, self.trajectory[-1].action if self.trajectory else "", observation.text),
+                self._render(turn.belief, self.limits.policy),
+                Step(turn.t, last_action, observation.text),
                 admissible,
-                constraint.render() if shown and constraint else None,
+                shown,
                 observation.tools,
+                max_calls=observation.max_calls,
+                observation_chars=self.config.policy_observation_chars,
             ),
-            decision_schema(admissible, observation.tools),
-            step=t,
-            max_tokens=self.config.policy_tokens,
+            decision_schema(
+                admissible,
+                observation.tools,
+                self.limits.policy.bounds,
+                max_calls=observation.max_calls,
+            ),
+            step=turn.t,
+            max_tokens=self.limits.policy.max_tokens,
             temperature=self.config.temperature,
             purpose="act",
         )
-        recent = [s.action for s in self.trajectory[-2:]]
-        action, degraded = self.call.settle_action(answer, admissible, recent, t)
-        return action, int(degraded)
+        recent = [s.action for s in self.transcript.steps[-2:]]
+        return self.call.settle_action(answer, observation, admissible, recent, turn.t)
 
     # -- active gap, health, recovery ----------------------------------------------------------
 
-    def keep_active_gap(self, belief: Belief, constraint: RecoveryConstraint | None) -> Belief:
-        """Keep the active gap until resolved; under a constraint it stays fixed."""
+    def keep_active_gap(
+        self, before: Gap | None, belief: Belief, constraint: RecoveryConstraint | None
+    ) -> Belief:
+        """The active gap is retained until resolved (`retain_active_gap`); under a recovery
+        constraint the constraint's gap is held the same way."""
         pinned = constraint.active_gap_id if constraint else None
-        if pinned and pinned in belief.gaps and belief.gaps[pinned].is_open:
-            chosen: str | None = pinned
-        else:
-            chosen = select_active_gap(belief, "achievement")
-        if chosen != belief.active_gap_id:
-            self.call.emit("active_gap", belief.step, previous=belief.active_gap_id, active=chosen)
-            belief = replace(belief, active_gap_id=chosen)
-        return belief
+        held = pinned or (before.id if before else None)
+        choice = retain_active_gap(
+            belief, held, prefer=self._preferred_gap, pinned=pinned is not None
+        )
+        if choice.changed:
+            self.call.emit(
+                ActiveGapEvent(
+                    step=belief.step,
+                    previous=choice.previous,
+                    active=choice.belief.active_gap_id,
+                    reason=choice.reason,
+                    requested=choice.requested,
+                )
+            )
+        return choice.belief
 
     def assess(
-        self, window: Sequence[_Validated], belief: Belief, cfg: HealthConfig
+        self, window: Sequence[Validated], belief: Belief, cfg: HealthConfig
     ) -> HealthReport:
-        """Health of the window, every step re-projected onto the *current* active gap."""
-        gap = belief.active_gap_id
+        """Health of the window, every past world projected onto the *current* active gap."""
+        gap = belief.active_gap
         steps = [
             WindowStep(
                 world=v.world,
@@ -494,7 +481,12 @@ class PosAgent:
         ]
         report = assess_window(steps, cfg)
         self.call.emit(
-            "health", belief.step, active_gap=gap, theta_h=cfg.theta_h, **report.to_dict()
+            HealthEvent(
+                step=belief.step,
+                active_gap=gap.id if gap else None,
+                theta_h=cfg.theta_h,
+                **report.to_dict(),
+            )
         )
         return report
 
@@ -502,13 +494,13 @@ class PosAgent:
         self,
         report: HealthReport,
         transitions: Sequence[Transition],
-        belief: Belief,
+        latest: Validated,
         constraint: RecoveryConstraint | None,
         cfg: HealthConfig,
         episode: Episode,
-        *,
-        current_state: int,
     ) -> RecoveryConstraint | None:
+        """Compose (or refresh) the constraint while trapped; release it once H > theta_H."""
+        belief = latest.belief
         if report.trapped:
             episode.trapped_steps += 1
             episode.patterns[report.pattern or "none"] += 1
@@ -519,60 +511,63 @@ class PosAgent:
                     report,
                     transitions,
                     belief,
-                    current_state=current_state,
+                    current_state=latest.world,
+                    eps_w=cfg.eps_w,
                     max_recent=self.config.max_recent,
                 )
             if constraint is None:
                 episode.recoveries += 1
             self.call.emit(
-                "recovery", belief.step, refreshed=constraint is not None, **new.to_dict()
+                RecoveryEvent(step=belief.step, refreshed=constraint is not None, **new.to_dict())
             )
             return new
         if constraint is not None and should_release(report, cfg):
-            self.call.emit("recovery_release", belief.step, health=report.health)
+            self.call.emit(RecoveryReleaseEvent(step=belief.step, health=report.health))
             return None
         return constraint
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _render(self, belief: Belief) -> str:
-        return render_belief(belief, max_entities=self.config.render_entities)
+    @property
+    def _preferred_gap(self) -> Literal["epistemic", "achievement"]:
+        return "epistemic" if self.diagnostic else "achievement"
 
-    def _supported(self, issues: Sequence[AuditIssue], belief: Belief) -> list[AuditIssue]:
-        """Drop audit issues whose cited evidence does not exist (DESIGN §3.3)."""
-        kept = []
-        for issue in issues:
-            if issue.evidence_step is not None:
-                text = self.observations.get(issue.evidence_step)
-                if text is None:
-                    continue
-                if issue.quote and normalize_quote(issue.quote) not in normalize_quote(text):
-                    continue
-            elif issue.kind == "external":
-                continue  # an external contradiction must cite the observation
-            if not any(belief.record(r) is not None for r in issue.records):
-                continue
-            kept.append(issue)
-        return kept
+    def _observe(self, t: int, observation: Observation, action: str | None = None) -> Step:
+        """Record observation t (and the step that led to it) and trace it."""
+        self.transcript.observations[t] = observation.text
+        self.call.emit(observation_event(t, observation))
+        step = Step(t, action or "", observation.text)
+        if action is not None:
+            self.transcript.steps.append(step)
+        return step
 
-    def _evidence(self, findings: Sequence[str], step: Step) -> str:
-        cited = sorted(
-            {step.step, *(s for s in range(step.step) if f"step {s}" in " ".join(findings))}
-        )
-        return "\n".join(
-            f"step {s}: {prompts.clip(self.observations[s], 600)}"
-            for s in cited
-            if s in self.observations
-        )
+    def _keys(self, belief: Belief, window: Sequence[Validated]) -> WorldKeys:
+        # The keys of the last window entry are this belief's, unless a global audit changed it
+        # since; computing them is the costly part on large beliefs.
+        latest = window[-1] if window else None
+        return latest.world if latest and latest.belief is belief else world_keys(belief)
 
-    def _trace_patch(self, event: str, step: int, ops: list[Any], outcome: PatchOutcome) -> None:
+    def _render(self, belief: Belief, limits: RoleLimits) -> str:
+        return render_belief(belief, max_entities=limits.render_entities)
+
+    def _trace_patch(
+        self,
+        kind: type[BeliefPatchEvent] | type[RevisionEvent],
+        step: int,
+        ops: list[Any],
+        outcome: PatchOutcome,
+        *,
+        scope: Scope = "local",
+    ) -> None:
         self.call.emit(
-            event,
-            step,
-            ops=ops,
-            applied=outcome.applied,
-            rejected=[r.to_dict() for r in outcome.rejected],
-            changed=sorted(outcome.changed),
+            kind(
+                step=step,
+                ops=ops,
+                applied=outcome.applied,
+                rejected=[r.to_dict() for r in outcome.rejected],
+                changed=sorted(outcome.changed),
+                scope=scope,
+            )
         )
 
     def _report(self, info: StepInfo) -> None:
@@ -588,53 +583,11 @@ def _ops(patch: BeliefPatch | None) -> list[Any]:
     return [op.model_dump(exclude_none=True) for op in patch.ops]
 
 
-def _neighbourhood(belief: Belief, changed: frozenset[str]) -> set[str]:
-    """Entities of the changed records plus their one-hop neighbours."""
-    entities = {e for e in (belief.entity_of(i) for i in changed) if e is not None}
-    for record_id in changed:
-        relation = belief.relations.get(record_id)
-        if relation is not None:
-            entities |= {
-                e for e in (belief.entity_of(relation.src), belief.entity_of(relation.dst)) if e
-            }
-        gap = belief.gaps.get(record_id)
-        if gap is not None:
-            entities |= project(belief, gap.id).entities
-    for relation in belief.relations.values():
-        src, dst = belief.entity_of(relation.src), belief.entity_of(relation.dst)
-        if src in entities and dst:
-            entities.add(dst)
-        elif dst in entities and src:
-            entities.add(src)
-    return entities
-
-
-def _gaps_text(belief: Belief) -> str:
-    lines = ["Open gaps (* = active):"]
-    for gap in belief.open_gaps:
-        mark = "*" if gap.id == belief.active_gap_id else "-"
-        lines.append(f"{mark} {gap.id} {gap.kind}: {gap.text}")
-    return "\n".join(lines) if len(lines) > 1 else "Open gaps: none"
-
-
-def _issue_text(issue: AuditIssue) -> str:
-    where = (
-        f" (step {issue.evidence_step}: {issue.quote!r})" if issue.evidence_step is not None else ""
-    )
-    fix = f" Fix: {issue.fix}" if issue.fix else ""
-    return f"[audit {issue.kind}] {', '.join(issue.records)}: {issue.problem}{where}.{fix}"
-
-
 def _confidences(belief: Belief) -> dict[str, float]:
     """Confidences of inferred states and relations: the hypotheses Eq. 4 tracks."""
     out = {s.id: s.confidence for s in belief.states.values() if s.source == "inferred"}
     out.update({r.id: r.confidence for r in belief.relations.values() if r.source == "inferred"})
     return out
-
-
-def _fallback_progress(candidate: PatchOutcome) -> int:
-    """Without a sentinel answer: progress iff the patch resolved a gap."""
-    return int(any(op.get("op") == "resolve_gap" for op in candidate.applied))
 
 
 def _task_of(env: Environment) -> Literal["execution", "diagnostic"]:

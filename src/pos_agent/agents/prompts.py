@@ -2,6 +2,8 @@
 
 Prompts carry the belief, never the transcript (except the `raw` baseline, whose point is the
 transcript). The stable parts come first so that llama.cpp can reuse the KV prefix across calls.
+Observations reach the belief model, the policy and the raw baseline whole; the only clips are
+the sentinel's views of past transitions and evidence, which are `PosConfig` settings.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ from typing import Any
 
 from pos_agent.llm import Message
 
-OBSERVATION_CHARS = 1_500  # one observation as shown to a model
-ACTION_LIST_LIMIT = 60  # admissible actions listed in a prompt
+ACTION_LIST_LIMIT = 60  # admissible actions listed in a prompt (the schema's enum has them all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +59,20 @@ def belief_system(diagnostic: bool) -> str:
 AUDIT_SYSTEM = """You audit one update of an agent's belief state against what it observed.
 Report only real problems: "internal" when records contradict each other, "external" when a
 record contradicts an observation (give evidence_step and an exact quote from it). Do not invent
-problems; an empty list is a good answer.{progress}"""
+problems; an empty list is a good answer."""
 
-AUDIT_PROGRESS = """
-Also judge progress: 1 if the last action narrowed the active gap, acquired information needed
-for it, or advanced a plausible path to the goal; otherwise 0. Give a short reason."""
+# One progress question for the audit (full method) and the judge (no_consistency): progress is
+# judged against the gap that was active before the step, even when the step resolved it.
+PROGRESS_QUESTION = """Judge progress: 1 if the last action narrowed the gap that was active
+before it (shown as "active before this step"), acquired information needed for that gap, or
+advanced a plausible path to the goal; otherwise 0. Give a short reason."""
 
-PROGRESS_SYSTEM = """You judge one step of an agent. Answer progress 1 if the last action narrowed
-the active gap, acquired information needed for it, or advanced a plausible path to the goal;
-otherwise 0. Give a short reason."""
+PROGRESS_SYSTEM = "You judge one step of an agent.\n" + PROGRESS_QUESTION
+
+
+def audit_system(judge_progress: bool) -> str:
+    return AUDIT_SYSTEM + ("\n" + PROGRESS_QUESTION if judge_progress else "")
+
 
 POLICY_SYSTEM = """You are an agent acting in a text environment to reach a goal.
 Decide the next action from your belief state: what you know, what is still open, and the active
@@ -77,25 +83,46 @@ RAW_SYSTEM = """You are an agent acting in a text environment to reach a goal.
 Read the history of your actions and observations, think briefly, then pick the next action."""
 
 
-def clip(text: str, limit: int = OBSERVATION_CHARS) -> str:
+def clip(text: str, limit: int | None) -> str:
+    """`text` stripped, and cut to `limit` characters with a marker (None: whole)."""
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - 15].rstrip() + " ...[truncated]"
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: max(0, limit - 15)].rstrip() + " ...[truncated]"
+
+
+def tools_block(tools: Sequence[dict[str, Any]], max_calls: int = 1) -> str:
+    """The tools with every argument: type, required or optional, allowed values, description."""
+    how = (
+        f'Answer with "calls": a list of 1 to {max_calls} tool calls for this turn.'
+        if max_calls > 1
+        else 'Answer with one tool call in "call".'
+    )
+    lines = [f"Tools ({how}):"]
+    for tool in tools:
+        parameters = tool.get("parameters") or {}
+        required = set(parameters.get("required") or [])
+        lines.append(f"- {tool.get('name')}: {str(tool.get('description', '')).strip()}")
+        for name, spec in (parameters.get("properties") or {}).items():
+            spec = spec if isinstance(spec, dict) else {}
+            facts = [str(spec.get("type", "any")), "required" if name in required else "optional"]
+            if spec.get("enum"):
+                facts.append("one of: " + ", ".join(map(str, spec["enum"])))
+            for bound, word in (("minimum", "min"), ("maximum", "max")):
+                if spec.get(bound) is not None:
+                    facts.append(f"{word} {spec[bound]}")
+            about = str(spec.get("description", "")).strip()
+            lines.append(f"    {name} ({'; '.join(facts)})" + (f": {about}" if about else ""))
+    return "\n".join(lines)
 
 
 def _actions_block(
-    actions: Sequence[str] | None, tools: Sequence[dict[str, Any]] | None = None
+    actions: Sequence[str] | None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    max_calls: int = 1,
 ) -> str:
     if tools:
-        lines = []
-        for tool in tools:
-            params = tool.get("parameters", {}).get("properties", {})
-            args = ", ".join(
-                f"{name}: {spec.get('type', 'string')}" for name, spec in params.items()
-            )
-            lines.append(
-                f"- {tool.get('name')}({args}): {clip(str(tool.get('description', '')), 160)}"
-            )
-        return "Tools (answer with one tool and its args):\n" + "\n".join(lines)
+        return tools_block(tools, max_calls)
     if not actions:
         return "Write the action as a short command."
     shown = list(actions)[:ACTION_LIST_LIMIT]
@@ -105,7 +132,7 @@ def _actions_block(
 
 def belief_init(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
     user = (
-        f"Goal: {goal}\n\nObservation at step 0:\n{clip(observation)}\n\n"
+        f"Goal: {goal}\n\nObservation at step 0:\n{observation.strip()}\n\n"
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
         "and activate the gap to work on first."
@@ -117,7 +144,7 @@ def belief_update(belief_text: str, step: Step, *, diagnostic: bool = False) -> 
     user = (
         f"Current belief:\n{belief_text}\n\n"
         f"Action at step {step.step - 1}: {step.action}\n"
-        f"Observation at step {step.step}:\n{clip(step.observation)}\n\n"
+        f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
         "Return the patch that brings the belief up to date with this observation."
     )
     return [Message("system", belief_system(diagnostic)), Message("user", user)]
@@ -135,7 +162,7 @@ def belief_revision(
     user = (
         f"Current belief (before your patch):\n{belief_text}\n\n"
         f"Action at step {step.step - 1}: {step.action}\n"
-        f"Observation at step {step.step}:\n{clip(step.observation)}\n\n"
+        f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
         f"Your patch:\n{json.dumps(patch, ensure_ascii=False)}\n\n"
         "Problems found in it:\n"
         + "\n".join(f"- {f}" for f in findings)
@@ -156,33 +183,42 @@ def global_revision(
     return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
-def audit(
-    changed_text: str, gaps_text: str, recent: Sequence[Step], *, judge_progress: bool
-) -> list[Message]:
-    system = AUDIT_SYSTEM.format(progress=AUDIT_PROGRESS if judge_progress else "")
-    transitions = "\n".join(
-        f"step {s.step - 1}: {s.action} -> step {s.step}: {clip(s.observation, 400)}"
+def transition_lines(recent: Sequence[Step], limit: int | None) -> str:
+    return "\n".join(
+        f"step {s.step - 1}: {s.action} -> step {s.step}: {clip(s.observation, limit)}"
         for s in recent
     )
+
+
+def audit(
+    changed_text: str,
+    gaps_text: str,
+    recent: Sequence[Step],
+    *,
+    judge_progress: bool,
+    observation_chars: int | None,
+) -> list[Message]:
+    # The transitions come last: the newest one is the prompt's last line.
     user = (
         f"Changed records and their neighbours:\n{changed_text}\n\n{gaps_text}\n\n"
-        f"Recent transitions:\n{transitions}"
+        f"Recent transitions:\n{transition_lines(recent, observation_chars)}"
     )
-    return [Message("system", system), Message("user", user)]
+    return [Message("system", audit_system(judge_progress)), Message("user", user)]
 
 
-def progress(gaps_text: str, last: Step) -> list[Message]:
-    user = (
-        f"{gaps_text}\n\nLast action (step {last.step - 1}): {last.action}\n"
-        f"Observation (step {last.step}): {clip(last.observation, 600)}"
-    )
+def progress(gaps_text: str, last: Step, *, observation_chars: int | None) -> list[Message]:
+    user = f"{gaps_text}\n\nLast transition:\n{transition_lines([last], observation_chars)}"
     return [Message("system", PROGRESS_SYSTEM), Message("user", user)]
 
 
-def global_audit(belief_text: str, trajectory: Sequence[Step]) -> list[Message]:
-    lines = "\n".join(f"{s.step}: {s.action} -> {clip(s.observation, 120)}" for s in trajectory)
+def global_audit(
+    belief_text: str, trajectory: Sequence[Step], *, observation_chars: int | None
+) -> list[Message]:
+    lines = "\n".join(
+        f"{s.step}: {s.action} -> {clip(s.observation, observation_chars)}" for s in trajectory
+    )
     user = f"Whole belief:\n{belief_text}\n\nTrajectory (step: action -> observation):\n{lines}"
-    return [Message("system", AUDIT_SYSTEM.format(progress="")), Message("user", user)]
+    return [Message("system", AUDIT_SYSTEM), Message("user", user)]
 
 
 def policy(
@@ -192,12 +228,18 @@ def policy(
     actions: Sequence[str] | None,
     recovery: str | None,
     tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    max_calls: int = 1,
+    observation_chars: int | None = None,
 ) -> list[Message]:
     parts = [f"Goal: {goal}", f"Belief:\n{belief_text}"]
     if recovery:
         parts.append(recovery)
-    parts.append(f"Current observation (step {observation.step}):\n{clip(observation.observation)}")
-    parts.append(_actions_block(actions, tools))
+    parts.append(
+        f"Current observation (step {observation.step}):\n"
+        + clip(observation.observation, observation_chars)
+    )
+    parts.append(_actions_block(actions, tools, max_calls))
     return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]
 
 
@@ -207,11 +249,21 @@ def raw_policy(
     history: Sequence[Step],
     actions: Sequence[str] | None,
     tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    max_calls: int = 1,
+    dropped: int = 0,
 ) -> list[Message]:
-    turns = "\n".join(f"> {s.action}\n{clip(s.observation)}" for s in history)
+    """The whole trajectory: task, first observation, every action and observation since."""
+    turns = "\n".join(f"> {s.action}\n{s.observation.strip()}" for s in history)
+    cut = (
+        f"\n(The {dropped} oldest turns are left out: the history no longer fits the model's "
+        "context window.)"
+        if dropped
+        else ""
+    )
     user = (
-        f"Goal: {goal}\n\nStep 0:\n{clip(first_observation)}\n"
-        + (f"\nHistory:\n{turns}\n" if turns else "")
-        + f"\n{_actions_block(actions, tools)}"
+        f"Goal: {goal}\n\nStep 0:\n{first_observation.strip()}\n"
+        + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
+        + f"\n{_actions_block(actions, tools, max_calls)}"
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]

@@ -1,13 +1,20 @@
-"""The `raw` baseline: ReAct over the full chronological action-observation history.
+"""The `raw` baseline: ReAct over the complete chronological action-observation history.
 
 Same harness, budgets, action validation and degradation as PoS; the only difference is what
-the policy is conditioned on: the whole transcript instead of a belief. Its prompt therefore
-grows with every step, which is the cost PoS is built to avoid. When the transcript would no
-longer fit `max_history_chars`, the oldest turns are dropped (and the drop is traced), since a
-prompt the model cannot read at all would help no one.
+the policy is conditioned on: the task, the first observation and every action and observation
+since, unclipped (paper Table 7), instead of a belief. Its prompt therefore grows with every
+step, which is the cost PoS is built to avoid.
+
+The history is cut only when the prompt would not fit the model's context window (the local
+model's `n_ctx`; for a server, the `context_window` setting, by default none: never cut). Then
+the oldest turns are left out, the prompt says so, and the cut is traced (`context_cut`) and
+counted in the result (`context_cuts`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 from pos_agent.agents import prompts
 from pos_agent.agents.base import (
@@ -16,13 +23,25 @@ from pos_agent.agents.base import (
     StepCallback,
     StepInfo,
     finish,
-    observation_info,
+    observation_event,
 )
 from pos_agent.agents.prompts import Step
 from pos_agent.agents.schemas import decision_schema
-from pos_agent.envs import Environment
-from pos_agent.llm import Model, TokenLedger
+from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
+from pos_agent.envs import Environment, Observation
+from pos_agent.events import ContextCutEvent
+from pos_agent.llm import Message, Model, TokenLedger
 from pos_agent.trace import TraceWriter
+
+# Prompt tokens are estimated, not counted (the agent has no tokenizer): about three characters
+# a token errs on the side of cutting a little early. The margin covers the chat template.
+CHARS_PER_TOKEN = 3
+TEMPLATE_TOKENS = 64
+
+
+def estimated_tokens(messages: Sequence[Message]) -> int:
+    """A deliberately high estimate of a prompt's tokens."""
+    return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN + TEMPLATE_TOKENS
 
 
 class RawAgent:
@@ -37,52 +56,61 @@ class RawAgent:
         ledger: TokenLedger | None = None,
         trace: TraceWriter | None = None,
         on_step: StepCallback | None = None,
-        policy_tokens: int = 128,
-        max_history_chars: int = 24_000,
+        limits: RoleLimits | None = None,
+        context_window: int | None = None,
         temperature: float = 0.0,
     ) -> None:
         self.model = model
         self.ledger = ledger or TokenLedger()
         self.call = RoleCaller(self.ledger, trace)
         self.on_step = on_step
-        self.policy_tokens = policy_tokens
-        self.max_history_chars = max_history_chars
+        self.limits = limits
+        self.context_window = context_window
+        """Tokens a prompt plus its answer must fit in; None never cuts the history."""
         self.temperature = temperature
 
     def run(self, env: Environment) -> Episode:
+        limits = self.limits or role_limits(
+            "policy", model=self.model.spec, generation_tokens=paper_generation_tokens(env.kind)
+        )
         episode = Episode()
         observation = env.reset()
         first = observation.text
-        self.call.emit("observation", 0, **observation_info(observation))
+        self.call.emit(observation_event(0, observation))
         history: list[Step] = []
         try:
             for t in range(env.max_steps):
                 admissible = observation.admissible_actions
-                shown = self._fit(history, t)
+                messages = self._prompt(env.goal, first, history, observation, t, limits, episode)
                 answer = self.call(
                     "policy",
                     self.model,
-                    prompts.raw_policy(env.goal, first, shown, admissible, observation.tools),
-                    decision_schema(admissible, observation.tools),
+                    messages,
+                    decision_schema(
+                        admissible,
+                        observation.tools,
+                        limits.bounds,
+                        max_calls=observation.max_calls,
+                    ),
                     step=t,
-                    max_tokens=self.policy_tokens,
+                    max_tokens=limits.max_tokens,
                     temperature=self.temperature,
                     purpose="act",
                 )
                 recent = [s.action for s in history[-2:]]
-                action, degraded = self.call.settle_action(answer, admissible, recent, t)
-                episode.degraded_steps += degraded
-                observation = env.step(action)
+                decision = self.call.settle_action(answer, observation, admissible, recent, t)
+                episode.degraded_steps += decision.degraded
+                observation = env.step(decision.action)
                 episode.steps = t + 1
-                self.call.emit("observation", t + 1, **observation_info(observation))
-                history.append(Step(t + 1, action, observation.text))
+                self.call.emit(observation_event(t + 1, observation))
+                history.append(Step(t + 1, decision.action, observation.text))
                 if self.on_step is not None:
                     self.on_step(
                         StepInfo(
                             t + 1,
-                            action,
+                            decision.action,
                             observation.success,
-                            degraded=degraded,
+                            degraded=decision.degraded,
                             tokens=self.call.tokens(),
                         )
                     )
@@ -92,17 +120,42 @@ class RawAgent:
             finish(episode, observation)
         return episode
 
-    def _fit(self, history: list[Step], t: int) -> list[Step]:
-        """The newest turns that fit the character budget (all of them, until they do not)."""
-        total = 0
-        kept: list[Step] = []
-        for step in reversed(history):
-            total += len(step.action) + min(len(step.observation), prompts.OBSERVATION_CHARS) + 4
-            if total > self.max_history_chars:
-                self.call.emit(
-                    "degraded", t, role="policy", reason="history truncated", kept=len(kept)
-                )
-                break
-            kept.append(step)
-        kept.reverse()
-        return kept
+    def _prompt(
+        self,
+        goal: str,
+        first: str,
+        history: list[Step],
+        observation: Observation,
+        t: int,
+        limits: RoleLimits,
+        episode: Episode,
+    ) -> list[Message]:
+        """The whole history, or, when it would not fit the context window, the newest turns
+        that do (the cut traced and counted)."""
+        args: dict[str, Any] = {
+            "actions": observation.admissible_actions,
+            "tools": observation.tools,
+            "max_calls": observation.max_calls,
+        }
+        messages = prompts.raw_policy(goal, first, history, **args)
+        if self.context_window is None:
+            return messages
+        room = self.context_window - limits.max_tokens
+        if estimated_tokens(messages) <= room:
+            return messages
+        # Drop whole turns from the oldest until the estimate fits (or nothing is left to drop).
+        excess = (estimated_tokens(messages) - room) * CHARS_PER_TOKEN
+        dropped = 0
+        while dropped < len(history) and excess > 0:
+            turn = history[dropped]
+            excess -= len(turn.action) + len(turn.observation.strip()) + 3
+            dropped += 1
+        kept = history[dropped:]
+        messages = prompts.raw_policy(goal, first, kept, dropped=dropped, **args)
+        episode.context_cuts += 1
+        self.call.emit(
+            ContextCutEvent(
+                step=t, kept=len(kept), dropped=dropped, context_window=self.context_window
+            )
+        )
+        return messages

@@ -1,89 +1,96 @@
-"""One pydantic schema per model role: what the policy, the belief model and the sentinel answer.
+"""The answer schemas of the roles: what the policy, the belief model and the sentinel write.
 
-Schemas are kept flat and small: they are sent with every call (prompt tokens) and compiled to a
-grammar for the embedded model's constrained decoding. Whatever passes these schemas still goes
-through `apply_patch`, which is where the real validation lives.
+The base classes below are the standard schemas: no length bounds, since a real model's own
+generation budget bounds it. `patch_schema`, `audit_schema`, ... build the schema a role uses for
+its `SchemaBounds` (see `agents/settings.py`): the same fields with maxLength/maxItems added,
+cached per bounds. Bounded schemas subclass the standard ones, so code reads every answer
+through the standard types. Whatever passes a schema still goes through `apply_patch`, which is
+where the real validation lives.
+
+In tool environments the decision is a union over the offered tools, each with its own argument
+schema (names, types, enums, required fields) taken from `Observation.tools`, so a grammar or a
+strict json_schema server can produce only calls the environment accepts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import SkipJsonSchema
 
-# Bounded strings and lists keep every answer finite: a small model under constrained decoding
-# otherwise happily repeats an item until it runs out of tokens.
-# Sized with the agents' token budgets (PosConfig): an answer near its bounds still fits at a
-# few characters per token, so constrained decoding closes its JSON instead of being cut off.
-Name = Annotated[str, Field(max_length=40)]
-Text = Annotated[str, Field(max_length=80)]
-Thought = Annotated[str, Field(max_length=60)]
+from pos_agent.agents.settings import SchemaBounds
+
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Literal["observed", "inferred"]
-Evidence = Annotated[list[int], Field(max_length=2)]
+GapKindName = Literal["epistemic", "achievement"]
+ENUM_ACTION_LIMIT = 200  # longer admissible lists are not compiled into the decoding grammar
+
+# -- the standard (unbounded) schemas -------------------------------------------------------------
 
 
 # Core fields are required; provenance fields are optional so that a model may stop early.
 class UpsertEntity(BaseModel):
     op: Literal["upsert_entity"]
-    name: Name
-    type: Name | None = None
+    name: str
+    type: str | None = None
 
 
 class UpsertState(BaseModel):
     op: Literal["upsert_state"]
-    entity: Name
-    attribute: Name
-    value: Name
+    entity: str
+    attribute: str
+    value: str
     confidence: Confidence | None = None
     source: Source | None = None
-    evidence: Evidence | None = None
-    quote: Text | None = None
-
-
-class GapChoice(BaseModel):
-    op: Literal["resolve_gap", "set_active_gap"]
-    id: Name
+    evidence: list[int] | None = None
+    quote: str | None = None
 
 
 class RemoveState(BaseModel):
     """By id, or by entity and attribute."""
 
     op: Literal["remove_state"]
-    id: Name | None = None
-    entity: Name | None = None
-    attribute: Name | None = None
+    id: str | None = None
+    entity: str | None = None
+    attribute: str | None = None
+
+
+class UpsertRelation(BaseModel):
+    op: Literal["upsert_relation"]
+    src: str
+    type: str
+    dst: str
+    confidence: Confidence | None = None
+    source: Source | None = None
+    evidence: list[int] | None = None
 
 
 class RemoveRelation(BaseModel):
     """By id, or by its ends and type."""
 
     op: Literal["remove_relation"]
-    id: Name | None = None
-    src: Name | None = None
-    type: Name | None = None
-    dst: Name | None = None
-
-
-class UpsertRelation(BaseModel):
-    op: Literal["upsert_relation"]
-    src: Name
-    type: Name
-    dst: Name
-    confidence: Confidence | None = None
-    source: Source | None = None
-    evidence: Evidence | None = None
+    id: str | None = None
+    src: str | None = None
+    type: str | None = None
+    dst: str | None = None
 
 
 class AddGap(BaseModel):
     op: Literal["add_gap"]
-    kind: Literal["epistemic", "achievement"]
-    text: Text
-    refs: Annotated[list[Name], Field(max_length=3)] | None = None
+    kind: GapKindName
+    text: str
+    refs: list[str] | None = None
     activate: bool | None = None
+
+
+class GapChoice(BaseModel):
+    op: Literal["resolve_gap", "set_active_gap"]
+    id: str
 
 
 PatchOp = (
@@ -92,104 +99,311 @@ PatchOp = (
 
 
 class BeliefPatch(BaseModel):
-    """The belief model's answer: a patch to the current belief (few ops per step)."""
+    """The belief model's answer: a patch to the current belief."""
 
-    ops: Annotated[list[PatchOp], Field(max_length=6)] = Field(default_factory=list)
+    ops: list[PatchOp] = Field(default_factory=list)
 
 
 class AuditIssue(BaseModel):
     """One problem the sentinel found in the changed part of the belief."""
 
-    records: Annotated[list[Name], Field(max_length=4)]
+    records: list[str]
     kind: Literal["internal", "external"]
-    problem: Text
+    problem: str
     evidence_step: int | None = None
-    quote: Text | None = None
-    fix: Text | None = None
+    quote: str | None = None
+    fix: str | None = None
 
 
 class AuditReport(BaseModel):
     """The sentinel's local audit of one transition; `progress` only for execution tasks."""
 
-    issues: Annotated[list[AuditIssue], Field(max_length=3)]
+    issues: list[AuditIssue]
     progress: Literal[0, 1] = 0
-    reason: Text | None = None
+    reason: str | None = None
 
 
 class ProgressJudgment(BaseModel):
     """Execution progress alone (the no_consistency ablation, which has no audit)."""
 
     progress: Literal[0, 1]
-    reason: Text | None = None
+    reason: str | None = None
 
 
 class GlobalAudit(BaseModel):
     """The periodic audit of the whole belief against a compact trajectory."""
 
-    issues: Annotated[list[AuditIssue], Field(max_length=4)]
+    issues: list[AuditIssue]
 
 
 class PolicyAnswer(BaseModel):
-    """The task agent's decision when actions are free text."""
+    """The task agent's decision when actions are free text or chosen from a list."""
 
-    thought: Thought
-    action: Text
-
-
-ENUM_ACTION_LIMIT = 200  # longer admissible lists are not compiled into the decoding grammar
+    thought: str
+    action: str
 
 
-def policy_schema_for(admissible: Sequence[str] | None) -> type[BaseModel]:
-    """The policy schema for this step: an action enum when the list is given and not huge."""
-    if admissible and len(admissible) <= ENUM_ACTION_LIMIT:
-        return policy_schema(tuple(admissible))
-    return PolicyAnswer
+class ToolDecision(BaseModel):
+    """The task agent's decision in a tool environment: one call, or `calls` (up to the
+    environment's `max_calls`). Subclasses give `call`/`calls` the tools' own schemas."""
+
+    thought: str
 
 
-@lru_cache(maxsize=64)
-def policy_schema(actions: tuple[str, ...] | None) -> type[BaseModel]:
-    """With a list of admissible actions, the action is an enum of exactly those strings, so
-    constrained decoding cannot produce anything else."""
-    if not actions:
-        return PolicyAnswer
-    choice: Any = Literal[actions]
-    return create_model(
-        "PolicyChoice",
-        thought=(Thought, ...),
-        action=(choice, ...),
+# -- bounded variants --------------------------------------------------------------------------------
+
+
+def _literal(values: tuple[Any, ...]) -> Any:
+    """Literal[values] for values known at run time (an enum in the JSON schema)."""
+    return Literal.__getitem__(values)
+
+
+def _string(limit: int | None) -> Any:
+    return Annotated[str, Field(max_length=limit)] if limit else str
+
+
+def _list(item: Any, limit: int | None, *, at_least: int = 0) -> Any:
+    if limit is None and not at_least:
+        return list[item]
+    return Annotated[list[item], Field(min_length=at_least or None, max_length=limit)]
+
+
+def _variant(base: type[BaseModel], **fields: Any) -> Any:
+    """`base` with some fields re-typed (same name, so schemas and traces read the same)."""
+    return create_model(base.__name__, __base__=base, __module__=__name__, **fields)
+
+
+@lru_cache(maxsize=32)
+def patch_schema(bounds: SchemaBounds, *, initial: bool = False) -> type[BeliefPatch]:
+    """The belief model's patch schema; `initial` bounds it by `init_ops`, else `patch_ops`."""
+    limit = bounds.init_ops if initial else bounds.patch_ops
+    name, text = _string(bounds.name_chars), _string(bounds.text_chars)
+    evidence = _list(int, bounds.evidence_steps)
+    ops: Any = Union[  # noqa: UP007  (built at run time)
+        _variant(UpsertEntity, name=(name, ...), type=(name | None, None)),
+        _variant(
+            UpsertState,
+            entity=(name, ...),
+            attribute=(name, ...),
+            value=(name, ...),
+            evidence=(evidence | None, None),
+            quote=(text | None, None),
+        ),
+        _variant(
+            RemoveState,
+            id=(name | None, None),
+            entity=(name | None, None),
+            attribute=(name | None, None),
+        ),
+        _variant(
+            UpsertRelation,
+            src=(name, ...),
+            type=(name, ...),
+            dst=(name, ...),
+            evidence=(evidence | None, None),
+        ),
+        _variant(
+            RemoveRelation,
+            id=(name | None, None),
+            src=(name | None, None),
+            type=(name | None, None),
+            dst=(name | None, None),
+        ),
+        _variant(AddGap, text=(text, ...), refs=(_list(name, bounds.gap_refs) | None, None)),
+        _variant(GapChoice, id=(name, ...)),
+    ]
+    schema: type[BeliefPatch] = _variant(
+        BeliefPatch, ops=(_list(ops, limit), Field(default_factory=list))
     )
+    return schema
 
 
-Scalar = str | int | float | bool
+def _issue(bounds: SchemaBounds) -> Any:
+    text = _string(bounds.text_chars)
+    return _variant(
+        AuditIssue,
+        records=(_list(_string(bounds.name_chars), bounds.issue_records), ...),
+        problem=(text, ...),
+        quote=(text | None, None),
+        fix=(text | None, None),
+    )
 
 
 @lru_cache(maxsize=16)
-def tool_schema(names: tuple[str, ...]) -> type[BaseModel]:
-    """A tool call for diagnosis environments: the tool is an enum of the offered names."""
-    choice: Any = Literal[names]
-    return create_model(
-        "ToolChoice",
-        thought=(Thought, ...),
-        tool=(choice, ...),
-        args=(Annotated[dict[str, Scalar], Field(max_length=4)], ...),
+def audit_schema(bounds: SchemaBounds) -> type[AuditReport]:
+    """The local audit's schema."""
+    schema: type[AuditReport] = _variant(
+        AuditReport,
+        issues=(_list(_issue(bounds), bounds.audit_issues), ...),
+        reason=(_string(bounds.text_chars) | None, None),
     )
+    return schema
+
+
+@lru_cache(maxsize=16)
+def global_audit_schema(bounds: SchemaBounds) -> type[GlobalAudit]:
+    """The global audit's schema."""
+    schema: type[GlobalAudit] = _variant(
+        GlobalAudit, issues=(_list(_issue(bounds), bounds.global_audit_issues), ...)
+    )
+    return schema
+
+
+@lru_cache(maxsize=16)
+def progress_schema(bounds: SchemaBounds) -> type[ProgressJudgment]:
+    """The progress judgment's schema (no_consistency)."""
+    schema: type[ProgressJudgment] = _variant(
+        ProgressJudgment, reason=(_string(bounds.text_chars) | None, None)
+    )
+    return schema
+
+
+# -- the policy's decision -------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def action_schema(actions: tuple[str, ...] | None, bounds: SchemaBounds) -> type[PolicyAnswer]:
+    """Free text, or with admissible actions an enum of exactly those strings, so constrained
+    decoding cannot produce anything else."""
+    action: Any = _literal(actions) if actions else _string(bounds.action_chars)
+    schema: type[PolicyAnswer] = _variant(
+        PolicyAnswer, thought=(_string(bounds.thought_chars), ...), action=(action, ...)
+    )
+    return schema
+
+
+def _camel(name: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    return "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
+
+
+def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds) -> Any:
+    """A Python type for one JSON-schema property of a tool (the subset tools use)."""
+    allowed = spec.get("enum")
+    if isinstance(allowed, list) and allowed:
+        return _literal(tuple(allowed))
+    kind = spec.get("type")
+    if kind == "string":
+        return _string(bounds.tool_arg_chars)
+    if kind == "integer":
+        return Annotated[int, Field(ge=spec.get("minimum"), le=spec.get("maximum"))]
+    if kind == "number":
+        return Annotated[float, Field(ge=spec.get("minimum"), le=spec.get("maximum"))]
+    if kind == "boolean":
+        return bool
+    if kind == "array":
+        items = spec.get("items")
+        item = _argument_type(items, bounds) if isinstance(items, Mapping) else str
+        return _list(item, spec.get("maxItems"), at_least=int(spec.get("minItems") or 0))
+    return Any
+
+
+_NOT_IN_SCHEMA: Any = SkipJsonSchema.__class_getitem__(None)  # None accepted, not offered
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _arguments_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel]:
+    """The arguments of one tool as a model: the tool's own names (aliases), types, enums and
+    required fields, nothing else."""
+    parameters = tool.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    fields: dict[str, Any] = {}
+    for index, (name, spec) in enumerate(properties.items()):
+        spec = spec if isinstance(spec, Mapping) else {}
+        kind = _argument_type(spec, bounds)
+        described = {"alias": name, "description": spec.get("description")}
+        if name in required:
+            fields[f"arg{index}"] = (kind, Field(**described))
+        else:
+            # Optional arguments may be left out; null is not offered (the schema stays a plain
+            # type, which grammars and strict servers handle best).
+            fields[f"arg{index}"] = (
+                kind | _NOT_IN_SCHEMA,
+                Field(default=None, json_schema_extra=_no_default, **described),
+            )
+    model: type[BaseModel] = create_model(
+        f"{_camel(str(tool.get('name', '')))}Args",
+        __config__=ConfigDict(extra="forbid", populate_by_name=True),
+        **fields,
+    )
+    return model
+
+
+def _call_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel]:
+    name = str(tool.get("name", ""))
+    model: type[BaseModel] = create_model(
+        f"{_camel(name)}Call",
+        __config__=ConfigDict(extra="forbid"),
+        tool=(_literal((name,)), ...),
+        args=(_arguments_model(tool, bounds), ...),
+    )
+    return model
+
+
+@lru_cache(maxsize=64)
+def _tool_schema(tools_json: str, max_calls: int, bounds: SchemaBounds) -> type[ToolDecision]:
+    tools = json.loads(tools_json)
+    members = tuple(_call_model(t, bounds) for t in tools)
+    call: Any = members[0] if len(members) == 1 else Union[members]  # noqa: UP007
+    thought = (_string(bounds.thought_chars), ...)
+    if max_calls > 1:
+        calls = _list(call, max_calls, at_least=1)
+        schema: type[ToolDecision] = _variant(ToolDecision, thought=thought, calls=(calls, ...))
+    else:
+        schema = _variant(ToolDecision, thought=thought, call=(call, ...))
+    return schema
+
+
+def tool_schema(
+    tools: Sequence[Mapping[str, Any]], max_calls: int, bounds: SchemaBounds
+) -> type[ToolDecision]:
+    """The decision schema for these tools: a union of one call model per tool, or a list of
+    1..max_calls of them."""
+    # Not sort_keys: the order of a tool's arguments is the order a model writes them in.
+    key = json.dumps(list(tools), ensure_ascii=False, default=str)
+    return _tool_schema(key, max(1, int(max_calls)), bounds)
 
 
 def decision_schema(
-    admissible: Sequence[str] | None, tools: Sequence[dict[str, Any]] | None
+    admissible: Sequence[str] | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+    bounds: SchemaBounds,
+    *,
+    max_calls: int = 1,
 ) -> type[BaseModel]:
-    """What the policy answers this step: a tool call, an admissible action, or free text."""
+    """What the policy answers this step: tool calls, an admissible action, or free text."""
     if tools:
-        return tool_schema(tuple(str(t.get("name", "")) for t in tools))
-    return policy_schema_for(admissible)
+        return tool_schema(tools, max_calls, bounds)
+    listed = tuple(admissible) if admissible and len(admissible) <= ENUM_ACTION_LIMIT else None
+    return action_schema(listed, bounds)
+
+
+def tool_calls_of(answer: BaseModel) -> list[dict[str, Any]]:
+    """The `{"tool", "args"}` objects of a tool decision, optional arguments left out."""
+    calls = getattr(answer, "calls", None)
+    if calls is None:
+        single = getattr(answer, "call", None)
+        calls = [] if single is None else [single]
+    out = []
+    for call in calls:
+        args = call.args.model_dump(by_alias=True, exclude_none=True)
+        out.append({"tool": call.tool, "args": args})
+    return out
 
 
 def action_text(answer: BaseModel | None) -> str | None:
-    """The action string the environment receives for a policy answer."""
+    """The action string the environment receives for a policy answer: the tool environments'
+    format (one `{"tool": ..., "args": ...}` object, or a JSON list of them), else the text."""
     if answer is None:
         return None
-    tool = getattr(answer, "tool", None)
-    if tool is not None:
-        return json.dumps({"tool": tool, "args": getattr(answer, "args", {})}, ensure_ascii=False)
+    if isinstance(answer, ToolDecision):
+        calls = tool_calls_of(answer)
+        if not calls:
+            return None
+        return json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
     action = getattr(answer, "action", None)
     return action if isinstance(action, str) else None

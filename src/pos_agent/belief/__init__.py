@@ -1,5 +1,6 @@
 """The belief state: data model, patches, record keys, projection and prompt rendering."""
 
+from pos_agent.belief.active_gap import ActiveGapChoice, retain_active_gap
 from pos_agent.belief.keys import Projection, focus_keys, project, world_keys
 from pos_agent.belief.model import (
     GAP_KINDS,
@@ -27,6 +28,7 @@ __all__ = [
     "GAP_KINDS",
     "PATCH_OPS",
     "SOURCES",
+    "ActiveGapChoice",
     "Belief",
     "Entity",
     "Gap",
@@ -43,6 +45,7 @@ __all__ = [
     "normalize_text",
     "project",
     "render_belief",
+    "retain_active_gap",
     "select_active_gap",
     "world_keys",
 ]

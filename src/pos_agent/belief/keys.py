@@ -88,9 +88,14 @@ def world_keys(belief: Belief) -> WorldKeys:
     )
 
 
-def focus_keys(belief: Belief, gap_id: str | None) -> WorldKeys:
-    """The key sets of the world projected onto one gap (`W^Delta`); empty without a gap."""
-    projection = project(belief, gap_id)
+def focus_keys(belief: Belief, gap: Gap | str | None) -> WorldKeys:
+    """The key sets of the world projected onto one gap (`W^Delta`); empty without a gap.
+
+    `gap` is a gap id of this belief, or a `Gap` record, which may come from another belief:
+    health projects every past world of its window onto the *current* active gap (its refs and
+    text), whether or not that past belief had the gap (DESIGN §2).
+    """
+    projection = project(belief, gap)
     return WorldKeys(
         entities=projection.entities,
         states=frozenset(belief.states[i].key for i in projection.states),
@@ -98,11 +103,16 @@ def focus_keys(belief: Belief, gap_id: str | None) -> WorldKeys:
     )
 
 
-def project(belief: Belief, gap_id: str | None) -> Projection:
+def project(belief: Belief, gap: Gap | str | None) -> Projection:
     """Entities the gap refers to (directly or through a state/relation), their one-hop
     neighbours through relations, the states of those entities and the relations among them.
-    A gap without refs falls back to word overlap between its text and the records."""
-    gap = belief.gaps.get(gap_id) if gap_id else None
+    A gap without refs falls back to word overlap between its text and the records.
+
+    `gap` is an id looked up in `belief`, or a `Gap` record applied as it is: refs the belief
+    does not hold select nothing, so a world from before the gap projects to what it already
+    held of the gap's records."""
+    if isinstance(gap, str):
+        gap = belief.gaps.get(gap)
     if gap is None:
         return Projection(frozenset(), frozenset(), frozenset())
     seeds = _seed_entities(belief, gap)

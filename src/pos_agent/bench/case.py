@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,20 @@ from pos_agent.agents.base import (
     StepCallback,
     StepInfo,
     finish,
-    observation_info,
+    observation_event,
 )
 from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
+from pos_agent.agents.settings import (
+    TEMPERATURE,
+    AgentLimits,
+    ProfileName,
+    paper_generation_tokens,
+)
+from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
+from pos_agent.events import ActionEvent, DegradedEvent, EpisodeEndEvent, EpisodeStartEvent
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.health.window import Diagnosis
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
@@ -48,10 +56,18 @@ class CaseSpec:
     recovery: RecoveryMode = "soft"
     global_audit_every: int | None = None  # PoS variants: None keeps PosConfig's (8)
     health: str = "paper"  # PoS variants' diagnosis: "paper" (Eq. 5-6) or "improved"
+    generation_tokens: int | None = None  # every agent-side call; None: the paper's (App. D.1)
+    profile: ProfileName | None = None  # None: each role's model picks (compact for `local`)
+    bounds: dict[str, int | None] = field(default_factory=dict)  # schema bounds overridden
+    context_window: int | None = None  # raw history cut; None: n_ctx of local models, else never
     max_steps: int | None = None
     split: str | None = None
     seed: int | None = None
     env_options: dict[str, Any] = field(default_factory=dict)
+    # Model spec per environment role (ClinDiag provider/judge; "*" for every role); roles
+    # left out use the environment's offline option. The same for every method (the paper's
+    # fixed LLM).
+    env_models: dict[str, str] = field(default_factory=dict)
 
     @property
     def case_id(self) -> str:
@@ -115,8 +131,16 @@ def run_case(
     category: str | None = None
     max_steps = 0
     trace = TraceWriter(case_dir)
-    trace.emit("episode_start", 0, spec=spec.__dict__, models=spec.models(), run=run_name)
+    env_labels: dict[str, str] = {}
+    settings: dict[str, Any] = {}
+    started = False
     try:
+        try:
+            chosen = resolve_env_models(spec.env, spec.env_models)
+        except ValueError as exc:
+            raise EnvError(str(exc)) from None
+        env_labels = env_model_labels(spec.env, chosen)
+        role_options, env_models = build_env_models(chosen, spec.env, load, ledger, trace)
         env = make_env(
             spec.env,
             spec.task,
@@ -124,17 +148,20 @@ def run_case(
             split=spec.split,
             seed=spec.seed,
             **spec.env_options,
+            **role_options,
         )
         try:
+            for model in env_models:
+                model.step_source = _step_source(env)
             max_steps = env.max_steps
-            agent = _build_agent(spec, load, ledger, trace, on_step, pos_config)
+            try:
+                agent, settings = _build_agent(spec, env, load, ledger, trace, on_step, pos_config)
+            finally:
+                started = _start(trace, spec, run_name, settings)
             category = _category(env)
             episode = agent.run(env)
             status = "success" if episode.success else "failure"
         finally:
-            env_ledger = getattr(env, "ledger", None)  # provider/judge calls of diagnosis envs
-            if isinstance(env_ledger, TokenLedger):
-                ledger.merge(env_ledger)
             env.close()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -148,7 +175,12 @@ def run_case(
     except Exception as exc:
         status, error = "error", f"{type(exc).__name__}: {exc}"
         trace.emit(
-            "degraded", episode.steps, role="harness", traceback=traceback.format_exc(limit=8)
+            DegradedEvent(
+                step=episode.steps,
+                role="harness",
+                reason=error,
+                traceback=traceback.format_exc(limit=8),
+            )
         )
     finally:
         result = CaseResult(
@@ -173,6 +205,8 @@ def run_case(
             patterns=dict(episode.patterns),
             recoveries=episode.recoveries,
             degraded_steps=episode.degraded_steps,
+            context_cuts=episode.context_cuts,
+            settings=settings,
             final_belief=episode.final_belief,
             error=error,
             started_at=started,
@@ -182,9 +216,14 @@ def run_case(
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
                 **({"health": spec.health} if spec.agent in VARIANTS else {}),
+                **({"env_models": env_labels} if env_labels else {}),
             },
         )
-        trace.emit("episode_end", episode.steps, status=status, success=result.success, error=error)
+        if not started:  # the environment could not be made: still say what was to run
+            _start(trace, spec, run_name, settings)
+        trace.emit(
+            EpisodeEndEvent(step=episode.steps, status=status, success=result.success, error=error)
+        )
         trace.close()
         write_result(case_dir, result)
     return result
@@ -192,32 +231,91 @@ def run_case(
 
 def _build_agent(
     spec: CaseSpec,
+    env: Environment,
     load: ModelLoader,
     ledger: TokenLedger,
     trace: TraceWriter,
     on_step: StepCallback | None,
     pos_config: PosConfig | None,
-) -> Agent:
+) -> tuple[Agent, dict[str, Any]]:
+    """The agent for `spec` and the settings it runs with (recorded in trace and result)."""
     if spec.agent == "expert":
-        return _TracedExpert(trace, on_step)
-    models = {role: load(name, role) for role, name in spec.models().items()}
+        return _TracedExpert(trace, on_step), {}
+    role_specs = spec.models()
+    models = {role: load(name, role) for role, name in role_specs.items()}
+    generation_tokens = spec.generation_tokens or paper_generation_tokens(env.kind)
+    limits = AgentLimits.for_models(
+        role_specs,
+        generation_tokens=generation_tokens,
+        profile=spec.profile,
+        bounds=spec.bounds,
+    )
+    settings: dict[str, Any] = {
+        "generation_tokens": generation_tokens,
+        "temperature": TEMPERATURE,
+        "profile_asked": spec.profile,
+    }
     if spec.agent == "raw":
-        return RawAgent(models["policy"], ledger=ledger, trace=trace, on_step=on_step)
+        window = spec.context_window or context_window_of(role_specs["policy"], models["policy"])
+        settings.update(policy=asdict(limits.policy), context_window=window)
+        agent: Agent = RawAgent(
+            models["policy"],
+            ledger=ledger,
+            trace=trace,
+            on_step=on_step,
+            limits=limits.policy,
+            context_window=window,
+            temperature=TEMPERATURE,
+        )
+        return agent, settings
     variant = next(v for v in VARIANTS if v == spec.agent)
-    config = replace(pos_config or PosConfig(), variant=variant, recovery=spec.recovery)
+    config = replace(
+        pos_config or PosConfig(),
+        variant=variant,
+        recovery=spec.recovery,
+        limits=limits,
+        temperature=TEMPERATURE,
+    )
     diagnosis: Diagnosis = "improved" if spec.health == "improved" else "paper"
     if spec.health != diagnosis:
         raise ValueError(f"unknown health {spec.health!r}; choose one of {', '.join(HEALTH_MODES)}")
     config = replace(config, health=replace(config.health, diagnosis=diagnosis))
     if spec.global_audit_every is not None:
         config = replace(config, global_audit_every=spec.global_audit_every)
-    return PosAgent(
+    settings.update(
+        limits.to_dict(),
+        global_audit_every=config.global_audit_every,
+        recovery=config.recovery,
+        health=config.health.diagnosis,
+        clips=asdict(config.clips),
+        policy_observation_chars=config.policy_observation_chars,
+    )
+    agent = PosAgent(
         RoleModels(models["policy"], models["belief"], models["sentinel"]),
         config,
         ledger=ledger,
         trace=trace,
         on_step=on_step,
     )
+    return agent, settings
+
+
+def _start(trace: TraceWriter, spec: CaseSpec, run: str, settings: dict[str, Any]) -> bool:
+    trace.emit(
+        EpisodeStartEvent(
+            step=0, run=run, spec=asdict(spec), models=spec.models(), settings=settings
+        )
+    )
+    return True
+
+
+def context_window_of(spec: str, model: Model) -> int | None:
+    """The context window a prompt must fit: a local GGUF model's n_ctx; none for a server
+    (unless the case sets `context_window`)."""
+    if spec != "local" and not spec.startswith("gguf:"):
+        return None
+    options = getattr(model, "options", None)
+    return options.n_ctx if isinstance(options, ModelOptions) else ModelOptions().n_ctx
 
 
 class _TracedExpert:
@@ -241,15 +339,25 @@ class _TracedExpert:
         return episode
 
     def _first(self, observation: Observation) -> None:
-        self.trace.emit("observation", 0, **observation_info(observation))
+        self.trace.emit(observation_event(0, observation))
 
     def _each(self, action: str, observation: Observation) -> None:
-        self.trace.emit("action", self.steps, action=action)
+        self.trace.emit(ActionEvent(step=self.steps, action=action))
         self.steps += 1
         self.last = observation
-        self.trace.emit("observation", self.steps, **observation_info(observation))
+        self.trace.emit(observation_event(self.steps, observation))
         if self.on_step is not None:
             self.on_step(StepInfo(self.steps, action, observation.success))
+
+
+def _step_source(env: Environment) -> Callable[[], int | None]:
+    """The step an environment is playing (what its model calls are accounted to)."""
+
+    def step() -> int | None:
+        used = getattr(env, "steps_used", None)
+        return used if isinstance(used, int) else None
+
+    return step
 
 
 def _category(env: Any) -> str | None:

@@ -10,10 +10,19 @@ tasks: all             # or a list of task ids
 limit: null            # optional: first N tasks
 max_steps: 30          # budget per case (default: the environment's)
 seeds: [0]             # optional: one case per task and seed
+generation_tokens: 512 # every agent-side call (paper App. D.1: 512 ALFWorld, 4096 RCA/ClinDiag)
+profile: null          # null: per model (compact for `local`, standard for the rest)
+bounds: {}             # schema bounds overridden, e.g. {patch_ops: 20}
+context_window: null   # raw baseline: cut the history to fit this many tokens (null: never;
+                       # local models use their n_ctx)
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}
 env_options: {}        # extra keyword arguments for make_env
+env_model: null        # environments with model roles (clindiag): SPEC, or {ROLE: SPEC}
 ```
+
+`pos bench` options (`--generation-tokens`, `--profile`, `--bound`, `--context-window`) override
+the suite's values.
 """
 
 from __future__ import annotations
@@ -23,9 +32,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pos_agent.agents.settings import ProfileName, SchemaBounds
 from pos_agent.bench.case import CaseSpec
+from pos_agent.bench.env_models import parse_env_models, resolve_env_models
+from pos_agent.envs._registry import env_model_roles
+from pos_agent.envs._types import EnvError
 
 
 def _no_seed() -> list[int | None]:
@@ -39,7 +52,7 @@ class MethodSettings(BaseModel):
     recovery: Literal["soft", "hard", "both"] = "soft"
     """Recovery mode of PoS variants."""
     global_audit_every: int | None = Field(default=None, ge=0)
-    """Steps between global audits of PoS variants (paper: 8; 32 on long-context tool tasks)."""
+    """Steps between global audits of PoS variants (paper Table 8: 8; 32 on LOCA-Bench only)."""
     max_steps: int | None = Field(default=None, ge=1)
     """Overrides the suite's budget for this method."""
 
@@ -64,10 +77,52 @@ class Suite(BaseModel):
     """Budget per case; None uses the environment's default."""
     seeds: list[int | None] = Field(default_factory=_no_seed)
     """One case per task and seed."""
+    generation_tokens: int | None = Field(default=None, ge=16)
+    """Generation budget of every agent-side call (paper App. D.1: 512 on ALFWorld, 4,096 on
+    LOCA-Bench, RCA and ClinDiag); None: the paper's value for the environment's task kind.
+    Roles on the compact profile keep its own budgets."""
+    profile: ProfileName | None = None
+    """Model profile for every role; None: per model (compact for `local`, else standard)."""
+    bounds: dict[str, int | None] = Field(default_factory=dict)
+    """Schema bounds overridden on top of the profile's (see agents/settings.py SchemaBounds)."""
+    context_window: int | None = Field(default=None, ge=512)
+    """Tokens the raw baseline's prompt and answer must fit; None: a local model's n_ctx, and
+    never cut for a server."""
     methods: dict[str, MethodSettings] = Field(default_factory=dict)
     """Settings per method (pos, raw, ablations)."""
     env_options: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for make_env."""
+    env_model: str | dict[str, str] | None = None
+    """The environment's own model roles (ClinDiag provider and judge): one spec for every
+    role, or {role: spec}; a role left out uses its offline option. The same for every method
+    and backbone (the paper's fixed LLM); `--env-model` overrides it."""
+
+    @model_validator(mode="after")
+    def _roles_not_in_env_options(self) -> Suite:
+        try:
+            roles = set(env_model_roles(self.env))
+        except EnvError:
+            return self  # an unknown environment is reported when the cases are listed
+        misplaced = sorted(roles & set(self.env_options))
+        if misplaced:
+            raise ValueError(
+                f"{', '.join(misplaced)} go under `env_model:` (a model spec or the offline "
+                "option), not under env_options: the harness builds, traces and accounts them"
+            )
+        resolve_env_models(self.env, self.requested_env_models())
+        return self
+
+    def requested_env_models(self) -> dict[str, str]:
+        """`env_model` as {role or "*": spec}."""
+        if isinstance(self.env_model, dict):
+            return {str(k): str(v) for k, v in self.env_model.items()}
+        return parse_env_models(self.env_model)
+
+    @field_validator("bounds")
+    @classmethod
+    def _known_bounds(cls, value: dict[str, int | None]) -> dict[str, int | None]:
+        SchemaBounds().merged(value)  # raises ValueError naming an unknown or bad bound
+        return value
 
     def task_ids(self) -> list[str]:
         if self.tasks == "all":
@@ -78,8 +133,22 @@ class Suite(BaseModel):
             ids = list(self.tasks)
         return ids[: self.limit] if self.limit else ids
 
-    def cases(self, agents: list[str], model: str, limit: int | None = None) -> list[CaseSpec]:
-        """Every (method, task, seed) case, methods interleaved so partial runs stay comparable."""
+    def cases(
+        self,
+        agents: list[str],
+        model: str,
+        limit: int | None = None,
+        env_models: dict[str, str] | None = None,
+    ) -> list[CaseSpec]:
+        """Every (method, task, seed) case, methods interleaved so partial runs stay comparable.
+
+        `env_models` ({role or "*": spec}, e.g. from `--env-model`) replaces the suite's
+        `env_model`; either way every case gets the same environment models. Override the
+        suite's budgets first with `model_copy(update=...)`.
+        """
+        chosen = resolve_env_models(
+            self.env, env_models if env_models else self.requested_env_models()
+        )
         tasks = self.task_ids()[:limit] if limit else self.task_ids()
         specs = []
         for task in tasks:
@@ -94,10 +163,15 @@ class Suite(BaseModel):
                             model=model,
                             recovery=settings.recovery,
                             global_audit_every=settings.global_audit_every,
+                            generation_tokens=self.generation_tokens,
+                            profile=self.profile,
+                            bounds=dict(self.bounds),
+                            context_window=self.context_window,
                             max_steps=settings.max_steps or self.max_steps,
                             split=self.split,
                             seed=seed,
                             env_options=dict(self.env_options),
+                            env_models=dict(chosen),
                         )
                     )
         return specs

@@ -12,6 +12,7 @@ embedded with `<`, `>` and `&` escaped so it cannot close its script tag.
 The trace holds the initial belief in full and later only patches, so the belief at each step is
 rebuilt here by replaying the committed patches through the same `apply_patch` the agent used
 (deterministic, so the replay equals what the agent held); the result's `final_belief` checks it.
+Events arrive typed (`pos_agent.events`), version-1 traces upgraded on reading.
 """
 
 from __future__ import annotations
@@ -26,12 +27,34 @@ from pathlib import Path
 from typing import Any
 
 from pos_agent.belief import Belief, apply_patch_detailed
-from pos_agent.trace import TRACE_VERSION, CaseResult, read_events, read_result
+from pos_agent.events import (
+    TRACE_VERSION,
+    ActionEvent,
+    ActiveGapEvent,
+    BeliefCommitEvent,
+    BeliefInitEvent,
+    BeliefPatchEvent,
+    BeliefRejectEvent,
+    DegradedEvent,
+    EpisodeEndEvent,
+    EpisodeStartEvent,
+    Event,
+    HealthEvent,
+    ModelCallEvent,
+    ModelFailureEvent,
+    ObservationEvent,
+    ProgressEvent,
+    RecoveryEvent,
+    RecoveryReleaseEvent,
+    RevisionEvent,
+    SentinelEvent,
+    TraceLines,
+)
+from pos_agent.trace import CaseResult, read_result, read_trace
 
 TEMPLATE = "view_template.html"
-# Events a decision at step t emits with step t although they lead to observation t+1.
-_DECISION_EVENTS = frozenset({"action"})
 _RECORD_TABLES = ("entities", "states", "relations", "gaps")
+_COMMON = frozenset({"v", "event", "step", "t"})
 
 
 class TraceNotFoundError(Exception):
@@ -97,18 +120,18 @@ class _BeliefReplay:
         self.candidate: Belief | None = None
         self.problems: list[str] = []
 
-    def init(self, data: Any) -> None:
+    def init(self, data: dict[str, Any]) -> None:
         try:
             self.belief = Belief.from_dict(data)
         except ValueError as exc:
             self.problems.append(f"belief_init holds no readable belief ({exc})")
 
-    def propose(self, step: int, ops: Any) -> None:
+    def propose(self, step: int, ops: list[Any]) -> None:
         """A patch or revision: applied to the committed belief stamped with its step."""
         if self.belief is None:
             return
         base = self.belief.at_step(step) if step >= self.belief.step else self.belief
-        self.candidate = apply_patch_detailed(base, ops if isinstance(ops, list) else []).belief
+        self.candidate = apply_patch_detailed(base, ops).belief
 
     def commit(self) -> None:
         if self.candidate is not None:
@@ -120,23 +143,21 @@ class _BeliefReplay:
         if self.belief is not None and step > self.belief.step:
             self.belief = self.belief.at_step(step)  # the agent keeps B_t, stamped with t+1
 
-    def progress(self) -> None:
-        # The no_consistency ablation commits its patch without a commit event; whatever
-        # candidate is still pending when the progress label arrives was committed.
-        self.commit()
-
-    def set_active_gap(self, gap_id: Any) -> None:
+    def set_active_gap(self, gap_id: str | None) -> None:
         if self.belief is not None:
-            self.belief = replace(self.belief, active_gap_id=gap_id if gap_id else None)
+            self.belief = replace(self.belief, active_gap_id=gap_id)
 
 
-def build_view(events: Iterable[dict[str, Any]], result: CaseResult | None) -> dict[str, Any]:
-    """The page's data: header, per-step timeline with the belief after each step, totals."""
+def build_view(
+    events: Iterable[Event], result: CaseResult | None, lines: TraceLines | None = None
+) -> dict[str, Any]:
+    """The page's data: header, per-step timeline with the belief after each step, totals.
+
+    `lines` (from `read_trace`) adds what reading skipped and which versions it saw."""
     steps: dict[int, _StepView] = {}
     replay = _BeliefReplay()
-    start: dict[str, Any] = {}
-    end: dict[str, Any] = {}
-    versions: set[int] = set()
+    start: EpisodeStartEvent | None = None
+    end: EpisodeEndEvent | None = None
     tokens: dict[str, dict[str, float]] = {}
     current = 0
     recovery_on = False
@@ -148,88 +169,76 @@ def build_view(events: Iterable[dict[str, Any]], result: CaseResult | None) -> d
         return steps[step]
 
     for event in events:
-        kind = str(event.get("event", ""))
-        raw_step = event.get("step")
-        if isinstance(raw_step, int) and not isinstance(raw_step, bool):
-            current = raw_step
-        version = event.get("v")
-        if isinstance(version, int):
-            versions.add(version)
-        payload = {k: v for k, v in event.items() if k not in ("v", "event", "step", "t")}
+        if event.step is not None:
+            current = event.step
         # A decision made at step t is shown with the observation it led to (step t+1).
-        decision = kind in _DECISION_EVENTS or (
-            kind in ("model_call", "model_failure", "degraded") and payload.get("role") == "policy"
+        decision = isinstance(event, ActionEvent) or (
+            isinstance(event, ModelCallEvent | ModelFailureEvent | DegradedEvent)
+            and event.role == "policy"
         )
         view = at(current + 1 if decision else current)
-
-        if kind == "episode_start":
-            start = payload
-        elif kind == "episode_end":
-            end = payload
-        elif kind == "observation":
-            view.observation = payload
-        elif kind == "action":
-            view.action = _text(payload.get("action"))
-            view.thought = _text(payload.get("thought")) or None
-        elif kind in ("model_call", "model_failure"):
-            call = _call(kind, payload)
-            view.calls.append(call)
-            role_totals = tokens.setdefault(
-                call["role"],
-                {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0},
-            )
-            role_totals["calls"] += 1
-            role_totals["prompt_tokens"] += call["prompt_tokens"]
-            role_totals["completion_tokens"] += call["completion_tokens"]
-            role_totals["latency_s"] += call["latency_s"]
-        elif kind == "belief_init":
-            seen_belief = True
-            replay.init(payload.get("belief"))
-            view.patches.append({"kind": "init", **_patch(payload)})
-        elif kind in ("belief_patch", "revision"):
-            seen_belief = True
-            replay.propose(current, payload.get("ops"))
-            view.patches.append({"kind": kind, **_patch(payload)})
-        elif kind == "sentinel":
-            view.sentinel.append(payload)
-        elif kind == "belief_commit":
-            replay.commit()
-            view.verdicts.append({"kind": "commit", **payload})
-        elif kind == "belief_reject":
-            replay.reject(current)
-            view.verdicts.append({"kind": "reject", **payload})
-        elif kind == "progress":
-            replay.progress()
-            view.progress = payload
-        elif kind == "active_gap":
-            replay.set_active_gap(payload.get("active"))
-            view.active_gap = payload
-        elif kind == "health":
-            view.health = payload
-        elif kind == "recovery":
-            view.recovery = payload
-            recovery_on = True
-        elif kind == "recovery_release":
-            view.release = payload
-            recovery_on = False
-        elif kind == "degraded":
-            view.degraded.append(payload)
-        else:
-            view.other.append({"event": kind, **payload})
+        match event:
+            case EpisodeStartEvent():
+                start = event
+            case EpisodeEndEvent():
+                end = event
+            case ObservationEvent():
+                view.observation = _payload(event)
+            case ActionEvent():
+                view.action = event.action
+                view.thought = event.thought or None
+            case ModelCallEvent() | ModelFailureEvent():
+                call = _call(event)
+                view.calls.append(call)
+                totals = tokens.setdefault(
+                    event.role,
+                    {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0},
+                )
+                totals["calls"] += 1
+                for key in ("prompt_tokens", "completion_tokens", "latency_s"):
+                    totals[key] += call[key]
+            case BeliefInitEvent():
+                seen_belief = True
+                replay.init(event.belief)
+                view.patches.append({"kind": "init", **_payload(event, "belief", "degraded")})
+            case BeliefPatchEvent() | RevisionEvent():
+                seen_belief = True
+                replay.propose(current, event.ops)
+                view.patches.append({"kind": event.event, **_payload(event)})
+            case SentinelEvent():
+                view.sentinel.append(_payload(event))
+            case BeliefCommitEvent():
+                replay.commit()
+                view.verdicts.append({"kind": "commit", **_payload(event)})
+            case BeliefRejectEvent():
+                replay.reject(current)
+                view.verdicts.append({"kind": "reject", **_payload(event)})
+            case ProgressEvent():
+                view.progress = _payload(event)
+            case ActiveGapEvent():
+                replay.set_active_gap(event.active)
+                view.active_gap = _payload(event)
+            case HealthEvent():
+                view.health = _payload(event)
+            case RecoveryEvent():
+                view.recovery = _payload(event)
+                recovery_on = True
+            case RecoveryReleaseEvent():
+                view.release = _payload(event)
+                recovery_on = False
+            case DegradedEvent():
+                view.degraded.append(_payload(event))
+            case _:
+                view.other.append({"event": event.event, **_payload(event)})
         view.recovery_active = view.recovery_active or recovery_on
         if replay.belief is not None:
             view.snapshot = replay.belief
 
     beliefs, ordered = _link_beliefs(steps)
-    meta = _meta(result, start, end)
     check = _check_final(replay, result, seen_belief)
-    if versions - {TRACE_VERSION}:
-        check["warnings"].append(
-            f"trace version {sorted(versions)} differs from this viewer's ({TRACE_VERSION}); "
-            "some events may be shown as raw JSON"
-        )
+    check["warnings"] += _reading_warnings(lines)
     return {
-        "meta": meta,
+        "meta": _meta(result, start, end),
         "goal": _goal(beliefs, result),
         "tokens": _tokens(result, tokens),
         "has_belief": seen_belief,
@@ -238,6 +247,27 @@ def build_view(events: Iterable[dict[str, Any]], result: CaseResult | None) -> d
         "check": check,
         "viewer_version": TRACE_VERSION,
     }
+
+
+def _payload(event: Event, *exclude: str) -> dict[str, Any]:
+    """An event's own fields as JSON for the page (the common ones left out)."""
+    return event.model_dump(mode="json", exclude={*_COMMON, *exclude})
+
+
+def _reading_warnings(lines: TraceLines | None) -> list[str]:
+    if lines is None:
+        return []
+    warnings = []
+    newer = sorted(v for v in lines.versions if v > TRACE_VERSION)
+    if newer:
+        warnings.append(
+            f"trace version {newer} is newer than this viewer's ({TRACE_VERSION}); "
+            "fields and kinds it does not know are not shown"
+        )
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(lines.skipped.items()))
+    if skipped:
+        warnings.append(f"lines skipped while reading the trace: {skipped}")
+    return warnings
 
 
 def _link_beliefs(steps: dict[int, _StepView]) -> tuple[list[dict[str, Any]], list[_StepView]]:
@@ -304,27 +334,28 @@ def _check_final(
     return check
 
 
-def _meta(result: CaseResult | None, start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
-    spec = start.get("spec") if isinstance(start.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
+def _meta(
+    result: CaseResult | None, start: EpisodeStartEvent | None, end: EpisodeEndEvent | None
+) -> dict[str, Any]:
+    spec = start.spec if start is not None else {}
     if result is not None:
         meta = result.model_dump(
-            mode="json", exclude={"final_belief", "tokens", "extra", "patterns"}
+            mode="json", exclude={"final_belief", "tokens", "extra", "patterns", "settings"}
         )
         meta["patterns"] = dict(result.patterns)
         meta["finished"] = True
     else:
         meta = {
-            "run": start.get("run"),
+            "run": start.run if start else None,
             "case": None,
             "env": spec.get("env"),
             "task": spec.get("task"),
             "agent": spec.get("agent"),
-            "models": start.get("models") or {},
-            "status": end.get("status") or "unfinished",
-            "success": bool(end.get("success")),
+            "models": start.models if start else {},
+            "status": end.status if end else "unfinished",
+            "success": bool(end and end.success),
             "max_steps": spec.get("max_steps"),
-            "error": end.get("error")
+            "error": (end.error if end else None)
             or "no result.json: the case is still running, or was killed before it finished",
             "finished": False,
         }
@@ -348,45 +379,28 @@ def _tokens(
     return from_events
 
 
-def _call(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "role": _text(payload.get("role")) or "?",
-        "purpose": _text(payload.get("purpose")),
-        "failed": kind == "model_failure",
-        "prompt_tokens": _int(payload.get("prompt_tokens")),
-        "completion_tokens": _int(payload.get("completion_tokens")),
-        "latency_s": _float(payload.get("latency_s")),
-        "cached": bool(payload.get("cached")),
-        "repairs": _int(payload.get("repairs")),
-        "message": _text(payload.get("message")) or None,
-        "failure_kind": _text(payload.get("kind")) or None,
+def _call(event: ModelCallEvent | ModelFailureEvent) -> dict[str, Any]:
+    call: dict[str, Any] = {
+        "role": event.role,
+        "purpose": event.purpose,
+        "failed": False,
+        "prompt_tokens": event.prompt_tokens,
+        "completion_tokens": event.completion_tokens,
+        "latency_s": 0.0,
+        "cached": False,
+        "repairs": 0,
+        "message": None,
+        "failure_kind": None,
     }
-
-
-def _patch(payload: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ops": payload.get("ops") if isinstance(payload.get("ops"), list) else [],
-        "applied": payload.get("applied") if isinstance(payload.get("applied"), list) else None,
-        "rejected": payload.get("rejected") if isinstance(payload.get("rejected"), list) else [],
-        "changed": payload.get("changed") if isinstance(payload.get("changed"), list) else [],
-        "scope": payload.get("scope"),
-    }
+    if isinstance(event, ModelFailureEvent):
+        call.update(failed=True, message=event.message or None, failure_kind=event.kind)
+    else:
+        call.update(latency_s=event.latency_s, cached=event.cached, repairs=event.repairs)
+    return call
 
 
 def _step_dict(view: _StepView) -> dict[str, Any]:
     return {k: v for k, v in vars(view).items() if k != "snapshot"}
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else str(value)
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _float(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -417,8 +431,8 @@ def render_html(view: dict[str, Any]) -> str:
 def write_view(path: Path, out: Path | None = None) -> Path:
     """Render the trace at `path` to `out` (default: `<case>/trace.html`); returns the file."""
     case_dir = find_trace(path)
-    events = list(read_events(case_dir / "events.jsonl"))
-    view = build_view(events, read_result(case_dir))
+    events, lines = read_trace(case_dir / "events.jsonl")
+    view = build_view(events, read_result(case_dir), lines)
     target = out if out is not None else case_dir / "trace.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_html(view), encoding="utf-8")

@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from pos_agent.bench.case import AGENTS, HEALTH_MODES
+from pos_agent.bench.env_models import parse_env_models
 from pos_agent.bench.runner import (
     BenchConfig,
     run_bench,
@@ -29,6 +30,14 @@ from pos_agent.bench.runner import (
 )
 from pos_agent.bench.suite import builtin_suites, load_suite
 from pos_agent.cli.app import app
+from pos_agent.cli.run import (
+    BOUND_HELP,
+    CONTEXT_HELP,
+    GENERATION_HELP,
+    PROFILE_HELP,
+    checked_bounds,
+    checked_profile,
+)
 from pos_agent.trace import CaseResult
 
 console = Console(highlight=False, soft_wrap=True)
@@ -70,9 +79,23 @@ def bench(
     infra_retries: Annotated[
         int, typer.Option(help="Retries of a case after an infrastructure error.", min=0)
     ] = 2,
+    env_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="The environment's own model roles (clindiag: provider and judge), the same "
+            "for every method: SPEC for every role or ROLE=SPEC, repeatable. Default: the "
+            "suite's env_model (built-in clindiag suites: the offline retrieval and matcher)."
+        ),
+    ] = None,
     list_suites: Annotated[
         bool, typer.Option("--list", help="List the built-in suites and exit.")
     ] = False,
+    generation_tokens: Annotated[
+        int | None, typer.Option(help=GENERATION_HELP + " Overrides the suite's.", min=16)
+    ] = None,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
+    context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
 ) -> None:
     """Run SUITE for each method and write runs/<run>/<agent>__<case>/ records plus summary.json.
 
@@ -81,7 +104,10 @@ def bench(
     if list_suites:
         for name in builtin_suites():
             loaded = load_suite(name)
-            console.print(f"[bold]{name}[/]  env={loaded.env}  {loaded.description}")
+            budget = loaded.generation_tokens or "paper default"
+            console.print(
+                f"[bold]{name}[/]  env={loaded.env}  tokens={budget}  {loaded.description}"
+            )
         return
     methods = [a.strip() for a in agents.split(",") if a.strip()]
     unknown = [a for a in methods if a not in AGENTS]
@@ -93,9 +119,29 @@ def bench(
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
     if health not in HEALTH_MODES:
         raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
+    overrides: dict[str, object] = {
+        key: value
+        for key, value in (
+            ("generation_tokens", generation_tokens),
+            ("profile", checked_profile(profile)),
+            ("context_window", context_window),
+        )
+        if value is not None
+    }
+    bounds = checked_bounds(bound)
+    try:
+        requested = parse_env_models(env_model)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
     try:
         loaded = load_suite(suite)
-        specs = [replace(s, health=health) for s in loaded.cases(methods, model, limit)]
+        if bounds:
+            overrides["bounds"] = {**loaded.bounds, **bounds}
+        loaded = loaded.model_copy(update=overrides)
+        specs = [
+            replace(s, health=health)
+            for s in loaded.cases(methods, model, limit, env_models=requested)
+        ]
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -114,6 +160,7 @@ def bench(
             "agents": methods,
             "model": model,
             "health": health,
+            "env_models": specs[0].env_models if specs else {},
             "workers": workers,
             "cases": [asdict(s) for s in specs],
         },

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
+import json
 import os
 import platform
 import re
@@ -121,6 +123,80 @@ def check_alfworld_data(environ: Mapping[str, str] | None = None) -> Check:
     return Check("ALFWorld data", "ok", str(path))
 
 
+def check_cpu() -> Check:
+    """The CPU's relevant flags against what the installed llama.cpp was compiled to use."""
+    from pos_agent.llm._cpu import (
+        PORTABLE_BUILD_NEEDS,
+        REBUILD,
+        REPORTED_FLAGS,
+        compiled_cpu_features,
+        cpu_flags,
+        cpu_model,
+        llama_features,
+        missing_cpu_features,
+        uses_amx,
+    )
+
+    flags = cpu_flags()
+    shown = ", ".join(f for f in REPORTED_FLAGS if flags and f in flags) or "unknown"
+    detail = f"{cpu_model()}; flags: {shown}"
+    features = llama_features()
+    if features:
+        detail += f"; llama.cpp built for: {', '.join(compiled_cpu_features(features)) or 'none'}"
+        missing = missing_cpu_features(features, flags)
+        if missing:
+            return Check("cpu", "fail", detail, f"this CPU lacks {', '.join(missing)}: {REBUILD}")
+        if uses_amx(features):
+            detail += " (AMX build: the runtime keeps its extra buffer types off)"
+    lacking = [f for f in PORTABLE_BUILD_NEEDS if flags is not None and f not in flags]
+    if lacking:
+        return Check(
+            "cpu",
+            "warn",
+            detail,
+            f"the embedded model's portable build needs {', '.join(PORTABLE_BUILD_NEEDS)}; "
+            f"this CPU lacks {', '.join(lacking)}: use an API model (--model openai:...)",
+        )
+    return Check("cpu", "ok", detail)
+
+
+def check_prompt_batch(spec: str = "local", timeout_s: float = 600.0) -> Check:
+    """A multi-token prompt through the embedded model, in a child process.
+
+    This is the path that crashed llama.cpp on AMX Xeons (SIGSEGV in the AMX matmul); a child
+    process lets the doctor report a crash instead of dying of it.
+    """
+    name = f"prompt batch {spec}"
+    command = [sys.executable, "-m", "pos_agent.llm._cpu"]
+    if spec.startswith("gguf:"):
+        command.append(str(Path(spec.removeprefix("gguf:")).expanduser()))
+    try:
+        run = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Check(name, "fail", f"no answer within {timeout_s:.0f}s", "run `pos doctor` again")
+    if run.returncode < 0:
+        signal_name = {-11: "SIGSEGV", -4: "SIGILL", -9: "SIGKILL"}.get(
+            run.returncode, f"signal {-run.returncode}"
+        )
+        from pos_agent.llm._cpu import REBUILD
+
+        return Check(name, "fail", f"llama.cpp crashed ({signal_name})", REBUILD)
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check(name, "fail", last[:300], "see the message; `pos doctor --model local`")
+    try:
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return Check(name, "fail", f"unreadable probe output {run.stdout[-200:]!r}", "")
+    return Check(
+        name,
+        "ok",
+        f"a {figures['prompt_tokens']}-token prompt evaluated at {figures['tokens_per_s']} tok/s",
+    )
+
+
 def check_model(spec: str, base_url: str | None = None) -> Check:
     """One real structured call: ok only when the model answers a schema-valid object."""
     name = f"model {spec}"
@@ -158,7 +234,19 @@ def run_checks(models: list[str], base_url: str | None) -> list[Check]:
     checks = [check_python()]
     checks += [check_package(*package) for package in PACKAGES]
     checks += [check_java(), check_alfworld_data()]
-    checks += [check_model(spec, base_url) for spec in models]
+    local = [spec for spec in models if spec in ("", "local") or spec.startswith("gguf:")]
+    llama_cpp_installed = importlib.util.find_spec("llama_cpp") is not None
+    if local and llama_cpp_installed:
+        checks.append(check_cpu())
+    for spec in models:
+        batch = check_prompt_batch(spec) if spec in local and llama_cpp_installed else None
+        if batch is not None:
+            checks.append(batch)
+        if batch is not None and batch.status == "fail":
+            # Calling it in-process would crash the doctor the same way.
+            checks.append(Check(f"model {spec}", "fail", "not called: " + batch.detail, batch.fix))
+        else:
+            checks.append(check_model(spec, base_url))
     return checks
 
 

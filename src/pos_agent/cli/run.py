@@ -10,9 +10,45 @@ import typer
 from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
+from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
 from pos_agent.bench.case import AGENTS, HEALTH_MODES, CaseSpec, default_loader, run_case
+from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
 from pos_agent.cli.app import app
+from pos_agent.envs import EnvError
 from pos_agent.llm import ModelOptions
+
+GENERATION_HELP = (
+    "Generation tokens of every agent-side call (default: the paper's, App. D.1: 512 on "
+    "execution tasks, 4096 on diagnosis tasks). Roles on the compact profile keep its budgets."
+)
+PROFILE_HELP = (
+    f"Model profile for every role: {', '.join(PROFILE_NAMES)}. Default: compact (tight schema "
+    "bounds and budgets) for the embedded `local` model, standard (unbounded, the paper's "
+    "budgets) for every other model."
+)
+BOUND_HELP = (
+    "Override one schema bound, KEY=VALUE (a positive integer or none); repeatable. Keys: "
+    "thought_chars, action_chars, tool_arg_chars, name_chars, text_chars, patch_ops, init_ops, "
+    "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
+)
+CONTEXT_HELP = (
+    "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
+    "beyond it. Default: n_ctx for local models; never cut for a server."
+)
+
+
+def checked_profile(profile: str | None) -> str | None:
+    if profile is not None and profile not in PROFILE_NAMES:
+        raise typer.BadParameter(f"choose {' or '.join(PROFILE_NAMES)}", param_hint="--profile")
+    return profile
+
+
+def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
+    try:
+        return parse_bounds(bound)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--bound") from None
+
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -62,10 +98,29 @@ def run(
         str, typer.Option(help="Response cache: off, read, write or readwrite.")
     ] = "off",
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Split the task is checked against (default: the environment's)."),
+    ] = None,
+    env_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="The environment's own model roles (clindiag: provider and judge): SPEC for "
+            "every role or ROLE=SPEC, repeatable. Default: the offline options (retrieval, "
+            "matcher). Example: --env-model openai:gpt-4o-mini."
+        ),
+    ] = None,
+    generation_tokens: Annotated[int | None, typer.Option(help=GENERATION_HELP, min=16)] = None,
+    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
+    bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
+    context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
+
+    Budgets and schema bounds follow the model: the embedded `local` model runs on the compact
+    profile, any other model on the paper's settings (--profile, --generation-tokens, --bound).
     """
     if agent not in AGENTS:
         raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
@@ -75,6 +130,8 @@ def run(
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
     if health not in HEALTH_MODES:
         raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
+    bounds = checked_bounds(bound)
+    profile = checked_profile(profile)
     overrides = {
         role: spec
         for role, spec in (
@@ -84,6 +141,10 @@ def run(
         )
         if spec
     }
+    try:
+        env_models = resolve_env_models(env, parse_env_models(env_model))
+    except (ValueError, EnvError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
     spec = CaseSpec(
         env=env,
         task=task,
@@ -94,12 +155,21 @@ def run(
         health=health,
         max_steps=max_steps,
         seed=seed,
+        split=split,
+        env_models=env_models,
+        generation_tokens=generation_tokens,
+        profile=profile,  # type: ignore[arg-type]
+        bounds=bounds,
+        context_window=context_window,
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder
     options = ModelOptions(base_url=base_url, cache_mode=cache)
     models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
     console.print(f"[bold]pos run[/] {env} {task}  agent={agent}  models: {models}")
+    if env_models:
+        labels = env_model_labels(env, env_models)
+        console.print("environment models: " + ", ".join(f"{r}={m}" for r, m in labels.items()))
     console.print(f"trace: {case_dir / 'events.jsonl'}")
     started = time.monotonic()
     try:
@@ -119,6 +189,11 @@ def run(
     )
     if result.error:
         console.print(f"[red]error:[/] {result.error}")
+    if result.context_cuts:
+        console.print(
+            f"[yellow]note:[/] the history was cut to fit the context window at "
+            f"{result.context_cuts} step(s)"
+        )
     console.print(f"result: {case_dir / 'result.json'}")
     console.print(
         f"events: {case_dir / 'events.jsonl'}  (one JSON object per line; field `event` names its kind)"

@@ -56,6 +56,17 @@ def canonical_env(env: str) -> str:
     return key
 
 
+def env_model_roles(env: str) -> dict[str, str]:
+    """The model roles an environment takes from the harness, each with its offline option
+    (used when no model is given): ClinDiag's provider and judge; none for the others."""
+    name = canonical_env(env)
+    if name == "clindiag":
+        from pos_agent.envs.clindiag import MODEL_ROLES
+
+        return dict(MODEL_ROLES)
+    return {}
+
+
 def list_envs() -> list[str]:
     """Names accepted by `make_env` and `list_tasks`."""
     return list(ENV_NAMES)
@@ -116,9 +127,10 @@ def make_env(
     ScienceWorld `simplifications` (the package's comma-separated string);
     TextWorldExpress `game_params` (dict or "key=value,..." string).
     Diagnosis (budget = tool calls for ClinDiag, 30; decision turns for RCA, 50): ClinDiag
-    `data_dir`, `provider` ("retrieval" or a model spec / Model), `judge` ("matcher" or a model
-    spec / Model); RCA `data_dir`, `max_tool_calls` (150). `rca` needs `data_dir` (or
-    POS_RCA_DATA); `rca-nezha` defaults to ../shared/data/rca-nezha.
+    `data_dir`, `provider` ("retrieval" or a Model), `judge` ("matcher" or a Model) — the
+    environment never loads a model, the harness passes them (`env_model_roles`); RCA
+    `data_dir`, `max_tool_calls` (150). `rca` needs `data_dir` (or POS_RCA_DATA); `rca-nezha`
+    defaults to ../shared/data/rca-nezha.
     """
     name = canonical_env(env)
     unknown = set(options) - _OPTIONS[name]

@@ -16,7 +16,7 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,20 +35,28 @@ EMPTY_ACTION = "(empty action)"
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its name, what it does, and a JSON schema of its arguments."""
+    """One tool: its name, what it does, and a JSON schema of its arguments.
+
+    `canonical` maps an argument name to a function that turns an accepted spelling into the
+    value the schema lists (e.g. "CPU hog" -> "cpu_consumed"); the parser applies it before
+    checking an `enum`, so the schema can list the closed set while the parser stays lenient.
+    """
 
     name: str
     description: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    canonical: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        """The `Observation.tools` entry: `{"name", "description", "parameters"}`."""
-        properties = dict(self.parameters.get("properties", {}))
-        schema: dict[str, Any] = {"type": "object", "properties": properties}
-        required = list(self.parameters.get("required", []))
-        if required:
-            schema["required"] = required
-        schema["additionalProperties"] = False
+        """The `Observation.tools` entry: `{"name", "description", "parameters"}`, where
+        `parameters` is a complete JSON schema (`required` and `additionalProperties` always
+        present)."""
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": self.properties,
+            "required": self.required,
+            "additionalProperties": False,
+        }
         return {"name": self.name, "description": self.description, "parameters": schema}
 
     @property
@@ -245,11 +253,20 @@ def validate_args(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in given.items():
         if value is None:
             continue
-        cleaned[key] = _coerce(spec.name, key, properties[key], value, key in spec.required)
+        cleaned[key] = _coerce(
+            spec.name, key, properties[key], value, key in spec.required, spec.canonical.get(key)
+        )
     return cleaned
 
 
-def _coerce(tool: str, key: str, schema: Mapping[str, Any], value: Any, required: bool) -> Any:
+def _coerce(
+    tool: str,
+    key: str,
+    schema: Mapping[str, Any],
+    value: Any,
+    required: bool,
+    canonical: Callable[[str], str] | None = None,
+) -> Any:
     kind = schema.get("type", "string")
     where = f"{tool}: argument {key!r}"
     result: Any
@@ -259,6 +276,8 @@ def _coerce(tool: str, key: str, schema: Mapping[str, Any], value: Any, required
         result = str(value).strip()
         if required and not result:
             raise ToolCallError(f"{where} must not be empty.")
+        if canonical is not None:
+            result = canonical(result)
     elif kind == "integer":
         try:
             if isinstance(value, bool):
@@ -317,13 +336,27 @@ def clip_lines(lines: Sequence[str], *, max_lines: int, max_chars: int, what: st
 
 
 class ToolEnvironment(BudgetedEnvironment):
-    """A budgeted environment whose actions are tool calls; observations carry the tools."""
+    """A budgeted environment whose actions are tool calls; observations carry the tools.
+
+    A subclass gives `tool_specs` and `fallback_call`, and sets `calls_per_turn` when one
+    action may carry several calls (a JSON list). Every observation then carries the tool
+    schemas, `max_calls` and, while the episode runs, the fallback action the harness sends
+    for a step where the policy produced none. `kind` is "diagnosis"; an execution benchmark
+    built on tools sets it to "execution".
+    """
 
     kind: TaskKind = "diagnosis"
+    calls_per_turn: int = 1
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
         """The tools the agent may call."""
+        raise NotImplementedError
+
+    @property
+    def fallback_call(self) -> ToolCall:
+        """A valid, harmless, read-only call: what the harness sends when the policy gave no
+        usable action (never a submission, never a text-game action such as "look")."""
         raise NotImplementedError
 
     def step(self, action: str) -> Observation:
@@ -335,7 +368,45 @@ class ToolEnvironment(BudgetedEnvironment):
         observation = super()._observation(result, budget_exhausted=budget_exhausted)
         observation.info.pop("expert_action", None)
         observation.tools = None if result.done else [t.as_dict() for t in self.tool_specs]
+        observation.max_calls = self.calls_per_turn
+        observation.fallback_action = None if result.done else self.fallback_call.render()
         return observation
+
+
+def tool_schema_problems(spec: ToolSpec) -> list[str]:
+    """What keeps a tool's argument schema from being complete (empty when it is complete).
+
+    Complete: every argument has a `type` and a `description`, a closed set of values is an
+    `enum` of that type, and `required` names only declared arguments. The policy schema is
+    built from these (a union over the tools), so constrained decoding and strict servers can
+    only produce calls the parser accepts.
+    """
+    problems: list[str] = []
+    properties = spec.properties
+    if spec.parameters.get("type", "object") != "object":
+        problems.append(f"{spec.name}: parameters must be a JSON object schema")
+    for key, schema in properties.items():
+        where = f"{spec.name}.{key}"
+        kind = schema.get("type")
+        if kind not in ("string", "integer", "number", "boolean", "array"):
+            problems.append(f"{where}: no supported type ({kind!r})")
+        if not str(schema.get("description", "")).strip():
+            problems.append(f"{where}: no description")
+        if kind == "array" and not isinstance(schema.get("items"), Mapping):
+            problems.append(f"{where}: an array needs an `items` schema")
+        allowed = schema.get("enum")
+        if allowed is not None:
+            python_type = {"string": str, "integer": int, "number": int | float}.get(str(kind))
+            if not isinstance(allowed, list | tuple) or not allowed:
+                problems.append(f"{where}: enum must be a non-empty list")
+            elif python_type is not None and not all(isinstance(v, python_type) for v in allowed):
+                problems.append(f"{where}: enum values must be of type {kind}")
+        if key in spec.canonical and allowed is None:
+            problems.append(f"{where}: a canonical spelling needs an enum to map onto")
+    unknown = [key for key in spec.required if key not in properties]
+    if unknown:
+        problems.append(f"{spec.name}: required names undeclared {', '.join(unknown)}")
+    return problems
 
 
 def repository_root() -> Path:

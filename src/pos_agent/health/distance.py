@@ -34,6 +34,11 @@ class WorldKeys:
     relations: frozenset[str]
     """Relation keys: `src|type|dst|confidence rounded to 0.05`."""
 
+    @property
+    def empty(self) -> bool:
+        """No record at all: a projection that found nothing of the gap in this world."""
+        return not (self.entities or self.states or self.relations)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "entities", _as_frozenset(self.entities))
         object.__setattr__(self, "states", _as_frozenset(self.states))

@@ -24,20 +24,19 @@ def diagnostic_progress(
 ) -> tuple[float, int]:
     """(d, u) with d = 0.5 * sum_x |c_after(x) - c_before(x)| and u = 1 iff d > eps [4].
 
-    `before` and `after` map the keys of inferred states and relations to their confidences. A
-    record missing on one side contributes 0, so only keys present in both count. Confidences
-    are clipped to [0, 1]; NaN and non-numeric values count as missing. Never raises.
-    d is compared with eps up to a 1e-9 slack, so float rounding cannot flip an exact tie.
+    `before` and `after` map the keys of inferred states and relations to their confidences.
+    The sum runs over the union of both sides: a record missing on one side has confidence 0
+    there, so a hypothesis that appears with 0.7 contributes 0.35 (total variation, DESIGN §4).
+    Confidences are clipped to [0, 1]; NaN and non-numeric values count as missing (0). Never
+    raises. d is compared with eps up to a 1e-9 slack, so float rounding cannot flip an exact tie.
     """
     if not isinstance(before, Mapping) or not isinstance(after, Mapping):
         return 0.0, 0
     changes: list[float] = []
-    for key, raw_after in after.items():
-        if key not in before:
-            continue
-        previous, current = _confidence(before[key]), _confidence(raw_after)
-        if previous is not None and current is not None:
-            changes.append(abs(current - previous))
+    for key in before.keys() | after.keys():
+        previous = _confidence(before.get(key)) or 0.0
+        current = _confidence(after.get(key)) or 0.0
+        changes.append(abs(current - previous))
     # fsum is exact, so the result does not depend on which side's key order was walked.
     distance = 0.5 * math.fsum(changes)
     moved = isinstance(eps, int | float) and distance > eps + _TOLERANCE

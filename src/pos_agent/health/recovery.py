@@ -13,13 +13,15 @@ from typing import Any, Literal
 
 from pos_agent.belief.keys import project
 from pos_agent.belief.model import Belief, id_order
-from pos_agent.health.distance import WorldKeys
+from pos_agent.health.distance import WorldKeys, world_distance
 from pos_agent.health.window import GapKind, HealthConfig, HealthReport, TrapPattern
 
 RecoveryMode = Literal["soft", "hard", "both"]
 MAX_RECENT = 4  # paper Table 8: up to 4 recent no-progress transitions in recovery
 MAX_ENTITIES = 8
 GENERIC_LINE = "You seem stuck. Step back and try a different approach."
+EPS_W = HealthConfig().eps_w  # paper Table 8: worlds within this d_W are the same state
+RECENT_OBSERVATION_CHARS = 160  # each recent no-progress transition as shown in the constraint
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +32,8 @@ class Transition:
     action: str
     observation: str
     progress: int
-    state_before: int | None = None
-    """A fingerprint of the full world before the action (`world_fingerprint`), if known."""
+    state_before: WorldKeys | None = None
+    """The record keys of the full world before the action, if known."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,12 +57,17 @@ class RecoveryConstraint:
     recent_transitions: tuple[Transition, ...]
     health: float
     entity_names: tuple[str, ...] = ()
+    factorized: bool = True
+    """False for the generic_recovery ablation: the prompt shows no diagnosis at all."""
 
     def render(self) -> str:
         """The constraint as prompt text."""
-        label = self.pattern or "no clear pattern"
-        blocked = f", {self.blocked} gap blocked" if self.blocked else ""
-        lines = [f"RECOVERY (belief health {self.health:.2f}; trapped: {label}{blocked})"]
+        if self.factorized:
+            label = self.pattern or "no clear pattern"
+            blocked = f", {self.blocked} gap blocked" if self.blocked else ""
+            lines = [f"RECOVERY (belief health {self.health:.2f}; trapped: {label}{blocked})"]
+        else:
+            lines = [f"RECOVERY (belief health {self.health:.2f})"]
         lines += [f"- {line}" for line in self.instructions]
         if self.relevant_entities:
             named = ", ".join(
@@ -89,28 +96,29 @@ class RecoveryConstraint:
         }
 
 
-def world_fingerprint(keys: WorldKeys) -> int:
-    """An in-process fingerprint of a world's key sets (frozenset hashes are cached by Python)."""
-    return hash((keys.entities, keys.states, keys.relations))
-
-
 def compose_recovery(
     report: HealthReport,
     transitions: Sequence[Transition],
     belief: Belief,
     *,
-    current_state: int | None = None,
+    current_state: WorldKeys | None = None,
+    eps_w: float = EPS_W,
     max_recent: int = MAX_RECENT,
 ) -> RecoveryConstraint:
-    """The factorized constraint for a trapped window (Eq. 7)."""
+    """The factorized constraint for a trapped window (Eq. 7).
+
+    `current_state` is the full world now; static recovery forbids the no-progress actions
+    taken in a state within `eps_w` of it, the same test static detection uses."""
     gap = belief.active_gap
     gap_label = f'{gap.id} "{gap.text}"' if gap else "the goal"
-    forbidden = _forbidden(report, transitions, current_state)
+    forbidden = _forbidden(report, transitions, current_state, eps_w)
     instructions: list[str] = []
     if report.pattern == "static":
         quoted = ", ".join(f'"{a}"' for a in forbidden)
         instructions.append(
             f"Your recent actions changed nothing. Do not repeat {quoted} in this unchanged state."
+            if forbidden
+            else "Your recent actions changed nothing. Do something that changes the state."
         )
     elif report.pattern == "cycle":
         instructions.append(
@@ -156,7 +164,8 @@ def compose_recovery(
 
 
 def generic_recovery(report: HealthReport, belief: Belief) -> RecoveryConstraint:
-    """The `generic_recovery` ablation: one "you seem stuck" line, nothing factorized."""
+    """The `generic_recovery` ablation: one "you seem stuck" line, nothing factorized (the
+    trace still records the diagnosis; the prompt does not show it)."""
     return RecoveryConstraint(
         pattern=report.pattern,
         blocked=report.blocked,
@@ -166,6 +175,7 @@ def generic_recovery(report: HealthReport, belief: Belief) -> RecoveryConstraint
         relevant_entities=(),
         recent_transitions=(),
         health=report.health,
+        factorized=False,
     )
 
 
@@ -184,13 +194,16 @@ def allowed_actions(admissible: Sequence[str], constraint: RecoveryConstraint | 
 
 
 def _forbidden(
-    report: HealthReport, transitions: Sequence[Transition], current_state: int | None
+    report: HealthReport,
+    transitions: Sequence[Transition],
+    current_state: WorldKeys | None,
+    eps_w: float,
 ) -> list[str]:
     if not transitions:
         return []
     if report.pattern == "static":
-        # The no-progress actions taken in this very state (or, without fingerprints, the
-        # trailing run of no-progress actions).
+        # The trailing no-progress actions taken in this unchanged state: a world within eps_W
+        # of the current one, as static detection judges it (without states: all of them).
         actions: list[str] = []
         for t in reversed(transitions):
             if t.progress:
@@ -198,7 +211,7 @@ def _forbidden(
             if (
                 current_state is not None
                 and t.state_before is not None
-                and t.state_before != current_state
+                and world_distance(t.state_before, current_state) > eps_w + 1e-9
             ):
                 continue
             if t.action not in actions:
@@ -214,6 +227,6 @@ def _normalize_action(action: str) -> str:
     return " ".join(action.lower().split())
 
 
-def _clip(text: str, limit: int = 160) -> str:
+def _clip(text: str, limit: int = RECENT_OBSERVATION_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

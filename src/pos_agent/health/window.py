@@ -43,7 +43,8 @@ class WindowStep:
     """Record keys of the full world after the transition (used by the static check)."""
 
     focus: WorldKeys
-    """Record keys of the world projected onto the *current* active gap (recurrence, drift)."""
+    """Record keys of the world projected onto the *current* active gap (recurrence, drift).
+    An empty projection (nothing of the gap in that world) is never a recurrence."""
 
     epistemic: frozenset[str]
     """Ids of the open epistemic gaps after the transition."""
@@ -302,13 +303,24 @@ def _pair_key(x: int, y: int) -> tuple[int, int]:
     return (x, y) if x <= y else (y, x)
 
 
-def _recurrence(closeness: _Closeness, size: int, config: HealthConfig) -> tuple[float, int | None]:
+def _recurs(closeness: _Closeness, window: Sequence[WindowStep], i: int, j: int) -> bool:
+    """The focus worlds of steps i and j are the same world: within eps_W and not empty. Two
+    empty projections say nothing about the agent revisiting a state (DESIGN §2)."""
+    if window[i].focus.empty or window[j].focus.empty:
+        return False
+    return closeness.close(i, j)
+
+
+def _recurrence(
+    closeness: _Closeness, window: Sequence[WindowStep], config: HealthConfig
+) -> tuple[float, int | None]:
     """R and k* over lags 1..min(L, size - 1); the smallest lag wins ties, None when R = 0."""
+    size = len(window)
     best_fraction = 0.0
     best_lag: int | None = None
     for lag in range(1, min(config.max_lag, size - 1) + 1):
         pairs = size - lag
-        close = sum(1 for tau in range(lag, size) if closeness.close(tau, tau - lag))
+        close = sum(1 for tau in range(lag, size) if _recurs(closeness, window, tau, tau - lag))
         # Equal rationals divide to equal floats, so ties are exact and ">" keeps the smaller lag.
         fraction = close / pairs
         if fraction > best_fraction:
@@ -371,7 +383,7 @@ def assess_window(
     # Focus worlds first, then the last two full worlds (static check) share one oracle.
     worlds = [step.focus for step in window] + [step.world for step in window[-2:]]
     closeness = _Closeness(worlds, config.eps_w)
-    recurrence, lag = _recurrence(closeness, size, config)
+    recurrence, lag = _recurrence(closeness, window, config)
     health = 1.0 - max(persistence_e, persistence_a) * max(stagnation, recurrence)
     health = min(1.0, max(0.0, health))
     trapped = ready and _at_most(health, config.theta_h)
@@ -384,7 +396,7 @@ def assess_window(
             pattern = "static"
         elif lag is not None and lag > 1 and _at_least(recurrence, config.theta_r):
             pattern = "cycle"
-        elif closeness.close(size - 1, size - 2):
+        elif _recurs(closeness, window, size - 1, size - 2):
             pattern = "drift"
         blocked = _blocked_kind(latest, persistence_e, persistence_a, config.task)
 

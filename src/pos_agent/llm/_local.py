@@ -14,6 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply
+from pos_agent.llm._cpu import (
+    REBUILD,
+    amx_buffers_off,
+    cpu_flags,
+    cpu_model,
+    llama_features,
+    missing_cpu_features,
+    uses_amx,
+)
 from pos_agent.llm._structured import JsonSchema, canonical_json
 from pos_agent.llm._types import Usage
 
@@ -93,15 +102,27 @@ def _shared_model(
                 f"llama-cpp-python is not importable ({exc}); {_INSTALL_LOCAL}",
                 retryable=False,
             ) from None
-        try:
-            llama = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_threads_batch=n_threads,
-                seed=seed,
-                verbose=False,
+        features = llama_features()
+        missing = missing_cpu_features(features, cpu_flags())
+        if missing:
+            raise BackendError(
+                "config",
+                f"the installed llama.cpp was compiled for {', '.join(missing)}, which this CPU "
+                f"({cpu_model()}) lacks; {REBUILD}",
+                retryable=False,
             )
+        try:
+            # A library built with AMX (a native build on an AMX Xeon) crashes in ggml's AMX
+            # matmul on multi-token prompts; its extra buffer types stay off (see _cpu.py).
+            with amx_buffers_off(uses_amx(features)):
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_threads_batch=n_threads,
+                    seed=seed,
+                    verbose=False,
+                )
         except Exception as exc:
             raise BackendError(
                 "config",

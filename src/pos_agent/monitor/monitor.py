@@ -150,6 +150,7 @@ class TrapMonitor:
         self._window: deque[_Observed] = deque(maxlen=self.config.window)
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
         self._seen: set[str] = set()
+        self._world: WorldKeys | None = None
         self.step = 0
 
     def observe(
@@ -169,7 +170,10 @@ class TrapMonitor:
         label, progress_source = self._progress(action, observation, progress, novel)
         step = WindowStep(read.world, read.focus, read.epistemic, read.achievement, label, novel)
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
-        self._transitions.append(Transition(self.step, action, observation, label))
+        self._transitions.append(
+            Transition(self.step, action, observation, label, state_before=self._world)
+        )
+        self._world = read.world
         report = assess_window(self._window_steps(read), self.config)
         recovery: RecoveryConstraint | None = None
         if report.trapped:
@@ -177,6 +181,10 @@ class TrapMonitor:
                 report,
                 list(self._transitions),
                 read.belief or self._gap_belief,
+                current_state=read.world,
+                # Static recovery forbids what was tried in this same state: within eps_W as
+                # Eq. 6 judges it, or the same records as the improved diagnosis does.
+                eps_w=self.config.eps_w if self.config.diagnosis == "paper" else 0.0,
                 max_recent=self.max_recent,
             )
         return MonitorReport(

@@ -17,7 +17,6 @@ import json
 import re
 from typing import Any
 
-from pos_agent.agents import prompts
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import make_env
@@ -29,19 +28,18 @@ _SEE = re.compile(r"\b(?:a|an) ([a-z]+ \d+)")
 
 
 class ScriptedRoles:
-    """Deterministic answers per role, chosen from the prompt the role receives."""
+    """Deterministic answers per role (told apart by the request's role and purpose)."""
 
     def __init__(self) -> None:
         self.turn = 0
 
     def __call__(self, request: GenerationRequest) -> str:
-        system = request.messages[0].content
         user = request.messages[1].content
-        if system.startswith((prompts.POLICY_SYSTEM, prompts.RAW_SYSTEM)):
+        if request.role == "policy":
             return json.dumps({"thought": "look around", "action": self._walk(request)})
-        if system.startswith(prompts.BELIEF_SYSTEM):
+        if request.role == "belief":
             return json.dumps({"ops": self._patch(user)})
-        if system.startswith(prompts.PROGRESS_SYSTEM):
+        if request.purpose == "progress":
             return json.dumps({"progress": 0, "reason": "scripted"})
         return json.dumps({"issues": [], "progress": 0, "reason": "scripted"})
 
@@ -91,7 +89,7 @@ def run(agent_name: str, steps: int) -> TokenLedger:
         if agent_name == "pos":
             PosAgent(RoleModels.single(model), PosConfig(), ledger=ledger).run(env)
         else:
-            RawAgent(model, ledger=ledger, max_history_chars=10**9).run(env)
+            RawAgent(model, ledger=ledger).run(env)  # a scripted model has no window: never cut
     return ledger
 
 

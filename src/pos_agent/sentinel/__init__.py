@@ -1,4 +1,4 @@
-"""The Belief Sentinel: deterministic rules (and, in the agent, the LLM audit and revision)."""
+"""The Belief Sentinel: deterministic rules (`rules.py`) and the LLM audit (`audit.py`)."""
 
 from pos_agent.sentinel.rules import RULES, Finding, check_rules, normalize_quote
 

@@ -1,0 +1,112 @@
+"""How a context method calls the backbone for its own work, and the record of those calls.
+
+Summaries, compressions, embeddings and the LongHorizon-Harness roles are LLM calls the policy
+did not make. Each one is kept as an `InternalCall` (its role, why it was made, and the answer
+or the failure) so that the harness can put it in the token ledger under its own role and in
+the trace, and so that a result can say how many internal calls a method made next to its
+environment actions. Memory operations never touch the environment: nothing here can spend an
+action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from pos_agent.envs import InfrastructureError
+from pos_agent.llm import Completion, Message, Model, ModelFailure
+
+# The ledger roles of the baselines' internal calls (paper Table 2 splits cost by role).
+INTERNAL_ROLES: tuple[str, ...] = (
+    "compressor",
+    "summarizer",
+    "embedder",
+    "manager",
+    "executor",
+    "auditor",
+)
+# Failure kinds that mean the backbone is unreachable: the case is not scored (as for the policy).
+UNAVAILABLE = ("transport", "timeout")
+
+
+@dataclass(frozen=True)
+class InternalCall:
+    """One call a context method made: who asked (`role`), why (`purpose`), and what came back."""
+
+    role: str
+    purpose: str
+    outcome: Completion | ModelFailure
+
+    @property
+    def ok(self) -> bool:
+        return isinstance(self.outcome, Completion)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.outcome.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.outcome.usage.completion_tokens
+
+
+class ModelCaller:
+    """Calls the backbone for one method's internal work and keeps every call in `calls`.
+
+    Failures never raise, except that an unreachable backbone (transport, timeout) raises
+    InfrastructureError after the call is recorded: the case is then retried, not scored, as
+    when the policy's model is down. Every call runs at `temperature` (0, as in the paper).
+    """
+
+    def __init__(self, model: Model, *, temperature: float = 0.0) -> None:
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, not {temperature}")
+        self.model = model
+        self.temperature = temperature
+        self.calls: list[InternalCall] = []
+
+    def text(
+        self, role: str, purpose: str, messages: Sequence[Message], *, max_tokens: int
+    ) -> str | None:
+        """The answer's text, stripped; None when the call failed or the answer was blank."""
+        answer = self._complete(role, purpose, messages, None, max_tokens)
+        if answer is None:
+            return None
+        text = answer.text.strip()
+        return text or None
+
+    def record(self, role: str, purpose: str, outcome: Completion | ModelFailure) -> None:
+        """Keep a call made by other means (an embeddings request)."""
+        self.calls.append(InternalCall(role, purpose, outcome))
+
+    def drain(self) -> list[InternalCall]:
+        """The calls made since the last drain (the harness accounts them once per step)."""
+        calls, self.calls = self.calls, []
+        return calls
+
+    def _complete(
+        self,
+        role: str,
+        purpose: str,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        max_tokens: int,
+    ) -> Completion | None:
+        try:
+            answer = self.model.complete(
+                messages,
+                schema=schema,
+                max_tokens=max_tokens,
+                temperature=self.temperature,
+                role=role,
+                purpose=purpose,
+            )
+        except ModelFailure as failure:
+            self.record(role, purpose, failure)
+            if failure.kind in UNAVAILABLE:
+                raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
+            return None
+        self.record(role, purpose, answer)
+        return answer

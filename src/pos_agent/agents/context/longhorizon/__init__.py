@@ -1,0 +1,41 @@
+"""LongHorizon-Harness: Manager / Executor / Auditor rounds over the environment's tools."""
+
+from pos_agent.agents.context.longhorizon.actions import (
+    FINISH,
+    auditor_view,
+    executor_view,
+    final_view,
+    is_finish,
+)
+from pos_agent.agents.context.longhorizon.reports import (
+    AuditReport,
+    ManagerPlan,
+    parse_audit_report,
+    parse_header,
+    parse_manager_output,
+)
+from pos_agent.agents.context.longhorizon.rounds import (
+    Decide,
+    DecisionRequest,
+    LongHorizonHarness,
+    LongHorizonOutcome,
+    Round,
+)
+
+__all__ = [
+    "FINISH",
+    "AuditReport",
+    "Decide",
+    "DecisionRequest",
+    "LongHorizonHarness",
+    "LongHorizonOutcome",
+    "ManagerPlan",
+    "Round",
+    "auditor_view",
+    "executor_view",
+    "final_view",
+    "is_finish",
+    "parse_audit_report",
+    "parse_header",
+    "parse_manager_output",
+]

@@ -1,0 +1,158 @@
+"""The PACE embeddings endpoint against an in-process OpenAI-compatible server on 127.0.0.1:
+batching, usage, retries on 429, a rejected key, bad answers, and the scorer a spec names."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from pos_agent.agents.context import (
+    EmbeddingScorer,
+    LexicalScorer,
+    ModelCaller,
+    load_embedder,
+    make_scorer,
+)
+from pos_agent.llm import ModelFailure, ModelOptions, ScriptedModel
+
+SECRET = "sk-embed-DO-NOT-LEAK-7731"
+
+
+class EmbeddingServer:
+    """POST /v1/embeddings: answers each input with [len, vowels, 1] unless a canned status is
+    queued; records every request body and Authorization header."""
+
+    def __init__(self) -> None:
+        self.statuses: deque[int] = deque()
+        self.bodies: list[dict[str, Any]] = []
+        self.auth: list[str] = []
+        self.drop_one = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                server.bodies.append(body)
+                server.auth.append(self.headers.get("authorization", ""))
+                status = server.statuses.popleft() if server.statuses else 200
+                if status != 200:
+                    payload: dict[str, Any] = {"error": {"message": f"status {status}"}}
+                else:
+                    texts = body["input"]
+                    data = [
+                        {
+                            "object": "embedding",
+                            "index": i,
+                            "embedding": [float(len(t)), float(sum(c in "aeiou" for c in t)), 1.0],
+                        }
+                        for i, t in enumerate(texts)
+                    ]
+                    if server.drop_one:
+                        data = data[:-1]
+                    payload = {
+                        "object": "list",
+                        "data": data,
+                        "model": body["model"],
+                        "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)},
+                    }
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+
+@pytest.fixture
+def server() -> Iterator[EmbeddingServer]:
+    fake = EmbeddingServer()
+    fake.thread.start()
+    yield fake
+    fake.httpd.shutdown()
+    fake.httpd.server_close()
+
+
+def options(server: EmbeddingServer, **extra: Any) -> ModelOptions:
+    return ModelOptions(
+        base_url=server.base_url,
+        api_key=SecretStr(SECRET),
+        backoff_base_s=0.0,
+        backoff_cap_s=0.0,
+        **extra,
+    )
+
+
+def test_batches_of_ten_with_usage_and_the_key_sent(server: EmbeddingServer) -> None:
+    embedder = load_embedder("openai:text-embedding-3-small", options(server))
+    texts = [f"text number {i}" for i in range(13)]
+    answer = embedder.embed(texts)
+    assert [len(b["input"]) for b in server.bodies] == [10, 3]
+    assert server.bodies[0]["model"] == "text-embedding-3-small"
+    assert answer.vectors[12] == [float(len(texts[12])), 3.0, 1.0]  # "text number 12"
+    assert answer.prompt_tokens == 39
+    assert server.auth[0] == f"Bearer {SECRET}"
+    assert SECRET not in repr(embedder)
+
+
+def test_retries_a_429_then_succeeds_and_a_rejected_key_is_a_config_failure(
+    server: EmbeddingServer,
+) -> None:
+    embedder = load_embedder("dashscope:text-embedding-v4", options(server))
+    server.statuses.extend([429, 503])
+    assert len(embedder.embed(["a", "b"]).vectors) == 2
+    assert len(server.bodies) == 3
+    server.statuses.append(401)
+    with pytest.raises(ModelFailure) as failure:
+        embedder.embed(["a"])
+    assert failure.value.kind == "config" and "DASHSCOPE_API_KEY" in failure.value.message
+    assert SECRET not in str(failure.value)
+    server.statuses.extend([500] * 3)
+    with pytest.raises(ModelFailure) as down:
+        load_embedder("openai:e", options(server, max_retries=2)).embed(["a"])
+    assert down.value.kind == "transport" and down.value.attempts == 3
+
+
+def test_a_short_answer_scores_the_step_lexically(server: EmbeddingServer) -> None:
+    caller = ModelCaller(ScriptedModel())
+    scorer = make_scorer("openai:text-embedding-3-small", caller, options(server))
+    assert isinstance(scorer, EmbeddingScorer)
+    scorer.add(1, "open the microwave")
+    scorer.add(2, "go to the sink")
+    assert len(scorer.scores("microwave", [1, 2])) == 2
+    assert scorer.last_scorer == "embedding:openai:text-embedding-3-small"
+    server.drop_one = True
+    scorer.add(3, "take the mug")
+    scores = scorer.scores("microwave", [1, 2, 3])
+    assert scorer.last_scorer.startswith("tfidf (fallback: schema)")
+    assert scores[0] > 0 and scores[1] == 0.0
+    assert [c.role for c in caller.calls] == ["embedder", "embedder"]
+
+
+def test_specs_without_a_key_or_of_an_unknown_form_fail_with_what_to_do() -> None:
+    caller = ModelCaller(ScriptedModel())
+    assert isinstance(make_scorer("tfidf", caller), LexicalScorer)
+    with pytest.raises(ModelFailure, match="DASHSCOPE_API_KEY"):
+        make_scorer("dashscope:text-embedding-v4", caller)
+    with pytest.raises(ModelFailure, match="OPENAI_API_KEY"):
+        make_scorer("openai:text-embedding-3-small", caller)
+    with pytest.raises(ModelFailure, match="tfidf, openai:MODEL or dashscope:MODEL"):
+        make_scorer("bert", caller)

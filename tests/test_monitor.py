@@ -59,21 +59,21 @@ def test_model_free_exploration_is_not_a_trap() -> None:
 
 
 def stirring(i: int) -> str:
-    """A different text at every step made of the same words: no first-seen words after the
-    first step, and no return to an earlier observation."""
-    return "You stir the pot" + " again" * i + "."
+    """The pot (the goal's focus) stays as it was while the rest of the text changes, with no
+    first-seen words after the first step and no return to an earlier observation."""
+    return "The pot is on the stove. The clock ticks" + " again" * i + "."
 
 
 def test_a_progress_label_or_callable_replaces_novelty() -> None:
-    unlabelled, labelled = TrapMonitor(), TrapMonitor()
+    unlabelled, labelled = TrapMonitor(goal="stir the pot"), TrapMonitor(goal="stir the pot")
     for i in range(6):
         stuck = unlabelled.observe("stir", stirring(i))
         report = labelled.observe("stir", stirring(i), progress=1)
-    assert stuck.trapped and stuck.progress_source == "novelty"
+    assert stuck.trapped and stuck.pattern == "drift" and stuck.progress_source == "novelty"
     assert not report.trapped and report.progress_source == "label"
 
     steps = iter(range(100))
-    rising = TrapMonitor(progress=lambda action, observation: next(steps) % 2 == 0)
+    rising = TrapMonitor(goal="stir the pot", progress=lambda action, text: next(steps) % 2 == 0)
     for i in range(6):
         report = rising.observe("stir", stirring(i))
     assert report.progress_source == "callable"

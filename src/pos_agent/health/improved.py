@@ -16,8 +16,11 @@ transition on its own terms:
 - Each unproductive transition gets a **kind**: static (the world did not change), cycle (it
   returned to the world of 2..L steps ago), drift (the world changed outside the focus on the
   active gap) or unexplained (the focus moved somewhere that is neither new nor a return).
-- **Health** is judged over the last `recent` transitions: S = share of unproductive ones,
-  R = share of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
+- **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
+  ones, R = share of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
+  An unexplained transition is not counted as stuck: nothing in it shows the agent repeating
+  itself or working beside its goal, and counting it raised false alarms on productive runs
+  (with model-free keys, every plan step that shows nothing new looks like one).
 - The **pattern** is the kind held by most unproductive transitions in the window's trailing
   unproductive run, not only by the last one; a tie goes to the latest of the tied kinds.
 
@@ -41,6 +44,7 @@ from pos_agent.health.window import (
 )
 
 StepKind = Literal["productive", "static", "cycle", "drift", "unexplained"]
+_STUCK = ("static", "cycle", "drift")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +221,7 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     tail = window[-len(judged) :]
     persistence_e = _persistence([step.epistemic for step in tail])
     persistence_a = _persistence([step.achievement for step in tail])
-    stagnation = sum(r.kind != "productive" for r in judged) / len(judged)
+    stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
     stuck_returns = [r.returns for r in judged if r.returns and r.kind != "productive"]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)

@@ -13,7 +13,8 @@ from typing import Any
 
 from pos_agent.agents import prompts
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.llm import GenerationRequest, ScriptedModel
+from pos_agent.llm import ScriptedModel
+from pos_agent.llm.backend import GenerationRequest
 
 ACTIONS = ["examine microwave 1", "open microwave 1", "go to countertop 1", "go to sink 1"]
 

@@ -20,7 +20,8 @@ from pos_agent.envs.clindiag import (
     retrieval_answer,
 )
 from pos_agent.envs.tools import ToolCallError, ToolSpec, object_schema, parse_tool_calls
-from pos_agent.llm import BackendError, ScriptedModel
+from pos_agent.llm import ScriptedModel
+from pos_agent.llm.backend import BackendError
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

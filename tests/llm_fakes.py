@@ -66,12 +66,13 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> C
 
 
 def llama_cpp_refusal() -> Canned:
-    """What llama-cpp-python's server answers to response_format json_schema: HTTP 500 with a
-    pydantic validation message (its error handler turns request validation into a 500)."""
+    """What llama-cpp-python's server (0.3.x) answers to response_format json_schema: HTTP 500
+    with the request's validation error (recorded from the real server)."""
     message = (
-        "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input "
-        "should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', "
-        "input_type=str]"
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+        "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+        "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", "
+        "line 376, in create_chat_completion\n    POST /v1/chat/completions"
     )
     return Canned(500, {"error": {"message": message, "type": "internal_server_error"}})
 

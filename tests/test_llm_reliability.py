@@ -317,7 +317,7 @@ def test_importing_the_layer_loads_no_heavy_backend() -> None:
 
     code = (
         "import sys, pos_agent.llm; "
-        "print(sorted(m for m in ('llama_cpp', 'openai') if m in sys.modules))"
+        "print(sorted(m for m in ('llama_cpp', 'openai', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

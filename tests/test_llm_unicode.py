@@ -105,3 +105,12 @@ def test_a_valid_answer_is_returned_when_the_cache_cannot_store_its_request(
     # A lone surrogate in the prompt makes the request itself unstorable.
     answer = model.complete([Message("user", f"where {LONE}?")], schema=Where)
     assert answer.parsed == Where(place="sink")
+
+
+def test_a_lone_surrogate_in_the_prompt_is_sent_as_a_replacement_character(
+    server: FakeServer,
+) -> None:
+    server.queue(chat("fine"))
+    model = load_model("openai:m", ModelOptions(base_url=server.base_url))
+    assert model.complete([Message("user", f"tool output: {LONE}!")]).text == "fine"
+    assert server.seen[0].body["messages"][-1]["content"] == "tool output: \ufffd!"

@@ -161,10 +161,13 @@ class ReliableModel:
         in_prompt = self.options.schema_in_prompt
         if in_prompt is None:
             in_prompt = not getattr(self.backend, "constrains_output", False)
+        # Text that is not valid Unicode (a lone surrogate, say from a tool's output) cannot be
+        # encoded for any backend; it is sent with U+FFFD in its place.
+        sendable = [Message(m.role, without_surrogates(m.content)) for m in messages]
         conversation = (
-            with_schema_instruction(messages, schema_json)
+            with_schema_instruction(sendable, schema_json)
             if schema_json and in_prompt
-            else list(messages)
+            else sendable
         )
         spent = _Spent()
         repairs = 0
@@ -247,7 +250,9 @@ class ReliableModel:
                 message = redact(error.message, self._secrets)
                 self._count_outage(error)
                 if not error.retryable or retry >= options.max_retries:
-                    exhausted = f" (gave up after {retry} retries)" if error.retryable else ""
+                    exhausted = (
+                        f" (gave up after {retry} retries)" if error.retryable and retry else ""
+                    )
                     raise ModelFailure(
                         error.kind,
                         message + exhausted,

@@ -18,7 +18,6 @@ from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, es
 from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
 from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
 from pos_agent.llm._server_modes import (
-    MODE_NAMES,
     ServerProfile,
     refuses_format,
     rejects_request,
@@ -297,10 +296,6 @@ class OpenAICompatibleBackend:
 
     def _clean(self, text: str) -> str:
         return redact(text, self.secrets)
-
-
-def describe_mode(mode: StructuredMode | None) -> str:
-    return MODE_NAMES[mode] if mode is not None else "no schema"
 
 
 def _content_text(content: Any) -> str:

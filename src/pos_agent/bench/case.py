@@ -35,7 +35,14 @@ from pos_agent.bench.env_models import build_env_models, env_model_labels, resol
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
 from pos_agent.events import ActionEvent, DegradedEvent, EpisodeEndEvent, EpisodeStartEvent
 from pos_agent.health.recovery import RecoveryMode
-from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
+from pos_agent.llm import (
+    Model,
+    ModelFailure,
+    ModelOptions,
+    TokenLedger,
+    load_model,
+    wants_context_per_role,
+)
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
 
 AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
@@ -93,10 +100,10 @@ def default_loader(options: ModelOptions | None = None) -> ModelLoader:
     loaded: dict[tuple[str, str], Model] = {}
 
     def load(spec: str, role: str) -> Model:
-        local = spec == "local" or spec.startswith("gguf:")
-        key = (spec, role if local else "")
+        per_role = wants_context_per_role(spec)
+        key = (spec, role if per_role else "")
         if key not in loaded:
-            opts = base.model_copy(update={"context_slot": role}) if local else base
+            opts = base.model_copy(update={"context_slot": role}) if per_role else base
             loaded[key] = load_model(spec, opts)
         return loaded[key]
 

@@ -26,6 +26,7 @@ from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
+from pos_agent.envs._registry import accepts_option
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
@@ -110,17 +111,22 @@ def run_case(
     error: str | None = None
     episode = Episode()
     category: str | None = None
+    env_extra: dict[str, Any] = {}
     max_steps = 0
     trace = TraceWriter(case_dir)
     trace.emit("episode_start", 0, spec=spec.__dict__, models=spec.models(), run=run_name)
     try:
+        options = dict(spec.env_options)
+        if accepts_option(spec.env, "workdir"):
+            # Environments that generate data (LOCA) do it inside the case's own folder.
+            options.setdefault("workdir", str(case_dir.resolve() / "env"))
         env = make_env(
             spec.env,
             spec.task,
             max_steps=spec.max_steps,
             split=spec.split,
             seed=spec.seed,
-            **spec.env_options,
+            **options,
         )
         try:
             max_steps = env.max_steps
@@ -132,6 +138,7 @@ def run_case(
             env_ledger = getattr(env, "ledger", None)  # provider/judge calls of diagnosis envs
             if isinstance(env_ledger, TokenLedger):
                 ledger.merge(env_ledger)
+            env_extra = _env_extra(env)
             env.close()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -175,6 +182,7 @@ def run_case(
             started_at=started,
             duration_s=round(time.time() - started, 3),
             extra={
+                **env_extra,
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
@@ -242,6 +250,12 @@ class _TracedExpert:
         self.trace.emit("observation", self.steps, **observation_info(observation))
         if self.on_step is not None:
             self.on_step(StepInfo(self.steps, action, observation.success))
+
+
+def _env_extra(env: Any) -> dict[str, Any]:
+    """What the environment records about its case (LOCA: length, seed, context_length)."""
+    value = getattr(env, "case_extra", None)
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _category(env: Any) -> str | None:

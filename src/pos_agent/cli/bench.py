@@ -53,6 +53,19 @@ def bench(
     limit: Annotated[
         int | None, typer.Option(help="Only the first N tasks of the suite.", min=1)
     ] = None,
+    lengths: Annotated[
+        str | None,
+        typer.Option(help="LOCA: only these environment lengths, e.g. 8k,16k (8k ... 256k)."),
+    ] = None,
+    seeds: Annotated[
+        str | None, typer.Option(help="Only these of the suite's seeds, e.g. 42,123.")
+    ] = None,
+    loca_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder that holds runs.")] = Path("runs"),
     run_name: Annotated[
         str | None, typer.Option("--run", help="Run name (default: suite and time).")
@@ -85,9 +98,16 @@ def bench(
         )
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    wanted_lengths, wanted_seeds = _split_list(lengths), _seed_list(seeds)
     try:
         loaded = load_suite(suite)
-        specs = loaded.cases(methods, model, limit)
+        if loca_root is not None:
+            if loaded.env != "loca":
+                raise ValueError(f"--loca-root applies to LOCA suites; {loaded.name} runs {loaded.env}")
+            loaded.env_options["loca_root"] = str(loca_root.expanduser().resolve())
+        specs = loaded.cases(
+            methods, model, limit, lengths=wanted_lengths, seeds=wanted_seeds
+        )
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -160,3 +180,18 @@ def bench(
         + (f"; {infra} infrastructure errors (not scored)" if infra else "")
     )
     console.print(f"report: pos report {run_dir}")
+
+
+def _split_list(text: str | None) -> list[str] | None:
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    return items or None
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    items = _split_list(text)
+    if items is None:
+        return None
+    try:
+        return [int(item) for item in items]
+    except ValueError:
+        raise typer.BadParameter("write seeds as integers, e.g. 42,123", param_hint="--seeds") from None

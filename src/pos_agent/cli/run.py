@@ -55,6 +55,12 @@ def run(
         str, typer.Option(help="Response cache: off, read, write or readwrite.")
     ] = "off",
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
+    loca_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+        ),
+    ] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
@@ -84,6 +90,7 @@ def run(
         recovery=recovery,  # type: ignore[arg-type]
         max_steps=max_steps,
         seed=seed,
+        env_options={"loca_root": str(loca_root.expanduser().resolve())} if loca_root else {},
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder

@@ -213,13 +213,23 @@ def find_case(
 
 
 def list_loca_tasks(split: str | None = None, loca_root: str | Path | None = None) -> list[TaskSpec]:
-    """One TaskSpec per task and length (each has five seeds); split = a length or `all`."""
+    """One TaskSpec per task and length (each has five seeds); split = a length or `all`.
+
+    Task-major order (a task at every length, then the next task), so that the first N tasks
+    of a run over several lengths cover all of them.
+    """
     lengths = split_lengths(split)
     by_task: dict[str, list[LocaCase]] = {}
+    order: dict[str, int] = {}
     for case in read_cases(loca_root, lengths):
         by_task.setdefault(case.task_id, []).append(case)
+        order.setdefault(case.task, len(order))
+    ranked = sorted(
+        by_task.items(),
+        key=lambda item: (order[item[1][0].task], LENGTHS.index(item[1][0].length)),
+    )
     specs = []
-    for task_id, cases in by_task.items():
+    for task_id, cases in ranked:
         first = cases[0]
         servers = ", ".join(first.mcp_servers)
         seeds = "/".join(str(c.seed) for c in cases)

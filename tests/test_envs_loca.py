@@ -23,7 +23,7 @@ import pytest
 
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.suite import load_suite
-from pos_agent.envs import EnvError, InfrastructureError, list_tasks, make_env
+from pos_agent.envs import EnvError, Environment, InfrastructureError, list_tasks, make_env
 from pos_agent.envs.loca import (
     CATEGORIES,
     LENGTHS,
@@ -144,11 +144,11 @@ def test_bench_filters_lengths_and_seeds_before_the_limit() -> None:
 # -- one real task end to end ---------------------------------------------------------------------
 
 
-def _call(env: LocaEnvironment, tool: str, **args: Any) -> Any:
+def _call(env: Environment, tool: str, **args: Any) -> Any:
     return env.step(json.dumps({"tool": tool, "args": args}))
 
 
-def _low_stock_products(env: LocaEnvironment) -> list[dict[str, Any]]:
+def _low_stock_products(env: Environment) -> list[dict[str, Any]]:
     """What the agent reads from WooCommerce: products below their stock threshold."""
     observation = _call(env, "woocommerce_woo_products_list", perPage=100)
     assert not observation.info["invalid_action"], observation.text
@@ -156,17 +156,27 @@ def _low_stock_products(env: LocaEnvironment) -> list[dict[str, Any]]:
     for product in json.loads(observation.text):
         meta = {m["key"]: m["value"] for m in product["meta_data"]}
         if product["stock_quantity"] < int(meta["stock_threshold"]):
-            low.append({**product, "threshold": meta["stock_threshold"], "supplier": meta["supplier"]})
+            low.append(
+                {**product, "threshold": meta["stock_threshold"], "supplier": meta["supplier"]}
+            )
     assert low
     return low
 
 
-def _record_in_sheet(env: LocaEnvironment, products: list[dict[str, Any]]) -> None:
+def _record_in_sheet(env: Environment, products: list[dict[str, Any]]) -> None:
     spreadsheets = json.loads(_call(env, "google_sheet_list_spreadsheets").text)
     sheet_id = next(s["id"] for s in spreadsheets if s["title"] == "WooCommerce Stock Alert")
     rows = [
-        [str(p["id"]), p["name"], p["sku"], str(p["stock_quantity"]), str(p["threshold"])]
-        + [p["supplier"], "", ""]
+        [
+            str(p["id"]),
+            p["name"],
+            p["sku"],
+            str(p["stock_quantity"]),
+            str(p["threshold"]),
+            p["supplier"],
+            "",
+            "",
+        ]
         for p in products
     ]
     observation = _call(
@@ -180,7 +190,7 @@ def _record_in_sheet(env: LocaEnvironment, products: list[dict[str, Any]]) -> No
     assert not observation.info["invalid_action"], observation.text
 
 
-def _send_alerts(env: LocaEnvironment, products: list[dict[str, Any]]) -> None:
+def _send_alerts(env: Environment, products: list[dict[str, Any]]) -> None:
     for product in products:
         body = (
             "Dear Purchasing Manager,\n\nThe following product's stock is below the safety "
@@ -280,13 +290,11 @@ def _broken_checkout(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_a_failing_data_generator_is_an_infrastructure_error(
-    runtime: None, tmp_path: Path
-) -> None:
+def test_a_failing_data_generator_is_an_infrastructure_error(runtime: None, tmp_path: Path) -> None:
     root = _broken_checkout(tmp_path)
-    with make_env("loca", STOCK_ALERT, loca_root=str(root), workdir=str(tmp_path / "a")) as env:
-        with pytest.raises(InfrastructureError, match="complete workspace"):
-            env.reset()
+    env = make_env("loca", STOCK_ALERT, loca_root=str(root), workdir=str(tmp_path / "a"))
+    with env, pytest.raises(InfrastructureError, match="complete workspace"):
+        env.reset()
     spec = CaseSpec(
         env="loca",
         task=STOCK_ALERT,
@@ -380,7 +388,9 @@ def test_an_embedded_model_episode_finishes_with_a_result(
     runtime: None, agent: str, tmp_path: Path
 ) -> None:
     # A small budget keeps CI fast; the suites keep the paper's 100 tool calls.
-    spec = CaseSpec(env="loca", task="ABTesting-8k", agent=agent, model="local", seed=42, max_steps=2)
+    spec = CaseSpec(
+        env="loca", task="ABTesting-8k", agent=agent, model="local", seed=42, max_steps=2
+    )
     result = run_case(spec, tmp_path / spec.folder, run_name="t")
     assert result.status in ("success", "failure"), result.error
     assert result.steps >= 1 and result.category == "analytics"

@@ -103,11 +103,11 @@ def bench(
         loaded = load_suite(suite)
         if loca_root is not None:
             if loaded.env != "loca":
-                raise ValueError(f"--loca-root applies to LOCA suites; {loaded.name} runs {loaded.env}")
+                raise ValueError(
+                    f"--loca-root applies to LOCA suites; {loaded.name} runs {loaded.env}"
+                )
             loaded.env_options["loca_root"] = str(loca_root.expanduser().resolve())
-        specs = loaded.cases(
-            methods, model, limit, lengths=wanted_lengths, seeds=wanted_seeds
-        )
+        specs = loaded.cases(methods, model, limit, lengths=wanted_lengths, seeds=wanted_seeds)
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -194,4 +194,6 @@ def _seed_list(text: str | None) -> list[int] | None:
     try:
         return [int(item) for item in items]
     except ValueError:
-        raise typer.BadParameter("write seeds as integers, e.g. 42,123", param_hint="--seeds") from None
+        raise typer.BadParameter(
+            "write seeds as integers, e.g. 42,123", param_hint="--seeds"
+        ) from None

@@ -396,9 +396,11 @@ def _readable_text(path: Path) -> str:
             raw = path.read_text(encoding="utf-8", errors="replace")
             values: list[str] = []
             try:
-                documents = [json.loads(raw)] if suffix == ".json" else [
-                    json.loads(line) for line in raw.splitlines() if line.strip()
-                ]
+                documents = (
+                    [json.loads(raw)]
+                    if suffix == ".json"
+                    else [json.loads(line) for line in raw.splitlines() if line.strip()]
+                )
             except ValueError:
                 return raw
             for document in documents:
@@ -408,7 +410,10 @@ def _readable_text(path: Path) -> str:
             import sqlite3
 
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-                tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+                tables = [
+                    row[0]
+                    for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                ]
                 lines = [
                     ",".join("" if cell is None else str(cell) for cell in row)
                     for table in tables

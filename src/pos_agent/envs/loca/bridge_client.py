@@ -91,7 +91,9 @@ class BridgeClient:
             self.process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
             self.process.stdin.flush()
         except OSError as exc:
-            raise BridgeFailure(f"the LOCA bridge stopped reading ({exc}){self._log_tail()}") from exc
+            raise BridgeFailure(
+                f"the LOCA bridge stopped reading ({exc}){self._log_tail()}"
+            ) from exc
         answer = self._receive(timeout, str(payload.get("op")))
         if not answer.get("ok"):
             message = str(answer.get("error") or "unknown failure")

@@ -128,7 +128,9 @@ def locate_checkout(loca_root: str | Path | None = None) -> Path:
 
 
 def _is_checkout(path: Path) -> bool:
-    return (path / "gem").is_dir() and (path / "task-configs" / "final_8k_set_config.json").is_file()
+    return (path / "gem").is_dir() and (
+        path / "task-configs" / "final_8k_set_config.json"
+    ).is_file()
 
 
 @lru_cache(maxsize=32)
@@ -157,14 +159,20 @@ def _read_length(root: Path, length: str) -> tuple[LocaCase, ...]:
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise EnvError(f"{path}: an entry lacks name/env_class/env_params.seed ({exc}).") from exc
+            raise EnvError(
+                f"{path}: an entry lacks name/env_class/env_params.seed ({exc})."
+            ) from exc
     return tuple(cases)
 
 
-def read_cases(loca_root: str | Path | None = None, lengths: tuple[str, ...] = LENGTHS) -> list[LocaCase]:
+def read_cases(
+    loca_root: str | Path | None = None, lengths: tuple[str, ...] = LENGTHS
+) -> list[LocaCase]:
     """Every configured (task, length, seed) of the checkout, lengths in paper order."""
     root = locate_checkout(loca_root)
-    available = [n for n in lengths if (root / "task-configs" / f"final_{n}_set_config.json").exists()]
+    available = [
+        n for n in lengths if (root / "task-configs" / f"final_{n}_set_config.json").exists()
+    ]
     return [case for length in available for case in _read_length(root, length)]
 
 
@@ -212,7 +220,9 @@ def find_case(
     raise EnvError(f"LOCA {cases[0].task_id} has no seed {seed}; its seeds are {seeds}.")
 
 
-def list_loca_tasks(split: str | None = None, loca_root: str | Path | None = None) -> list[TaskSpec]:
+def list_loca_tasks(
+    split: str | None = None, loca_root: str | Path | None = None
+) -> list[TaskSpec]:
     """One TaskSpec per task and length (each has five seeds); split = a length or `all`.
 
     Task-major order (a task at every length, then the next task), so that the first N tasks

@@ -293,7 +293,9 @@ class LocaEnvironment(BudgetedEnvironment):
     def _runtime_paths(self) -> dict[str, Any]:
         node = shutil.which("node")
         if not node:
-            raise EnvError("LOCA's npm MCP servers need Node.js on PATH (`apt-get install nodejs`).")
+            raise EnvError(
+                "LOCA's npm MCP servers need Node.js on PATH (`apt-get install nodejs`)."
+            )
         npm_servers = {
             package: str(self.runtime.npm_server(package))
             for package in (

@@ -224,16 +224,33 @@ def _python_env(runtime: LocaRuntime, interpreter: str, say: Progress) -> None:
         say("LOCA runtime: Python packages with uv (fastmcp 2.14.5, mcp 1.26.0, ...)")
         _run([uv, "venv", "--quiet", "--seed", "--python", interpreter, str(venv)])
         _run(
-            [uv, "pip", "install", "--quiet", "--python", str(runtime.python)]
-            + ["-r", str(REQUIREMENTS)]
+            [
+                uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(runtime.python),
+                "-r",
+                str(REQUIREMENTS),
+            ]
         )
     else:
         say("LOCA runtime: Python packages with pip (fastmcp 2.14.5, mcp 1.26.0, ...)")
         _run([interpreter, "-m", "venv", str(venv)])
         _run([str(runtime.python), "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)])
     _run(
-        [str(runtime.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        + ["--no-deps", "--ignore-requires-python", PDF_TOOLS]
+        [
+            str(runtime.python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--ignore-requires-python",
+            PDF_TOOLS,
+        ]
     )
 
 
@@ -242,7 +259,10 @@ def _smoke_test(runtime: LocaRuntime) -> None:
     _output([str(runtime.python), "-c", "import fastmcp, mcp, pandas, openpyxl, bpe_openai"])
     for script in ("excel-mcp-server", "cli-mcp-server", "pdf-tools-mcp"):
         runtime.console_script(script)
-    for package in ("@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/server-memory"):
+    for package in (
+        "@modelcontextprotocol/server-filesystem",
+        "@modelcontextprotocol/server-memory",
+    ):
         if not runtime.npm_server(package).is_file():
             raise EnvError(f"npm ci did not install {package} in {runtime.root}.")
 

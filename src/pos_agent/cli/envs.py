@@ -117,7 +117,7 @@ def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:
                 spec.split,
                 f"{task}-{{{','.join(lengths[task])}}}",
                 spec.category,
-                f"seeds {seeds}; run one: pos run loca {task}-{lengths[task][0]} --seed 42",
+                f"seeds {seeds}",
             )
         )
     return rows

@@ -77,6 +77,9 @@ class BridgeClient:
         )
         self.known: dict[int, str] = {}
         self._buffer = b""
+        # True while a request waits for its answer: after an interrupt (Ctrl-C) the next
+        # line on the pipe would be that old answer, so close() must not talk to the bridge.
+        self._busy = False
         started = start_time(self.process.pid)
         if started:
             self.known[self.process.pid] = started
@@ -87,6 +90,7 @@ class BridgeClient:
         if self.process.poll() is not None:
             raise BridgeFailure(f"the LOCA bridge is not running{self._log_tail()}")
         assert self.process.stdin is not None
+        self._busy = True
         try:
             self.process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
             self.process.stdin.flush()
@@ -95,6 +99,7 @@ class BridgeClient:
                 f"the LOCA bridge stopped reading ({exc}){self._log_tail()}"
             ) from exc
         answer = self._receive(timeout, str(payload.get("op")))
+        self._busy = False
         if not answer.get("ok"):
             message = str(answer.get("error") or "unknown failure")
             if answer.get("kind") == "usage":
@@ -138,9 +143,14 @@ class BridgeClient:
             self.request({"op": "pids"}, timeout=10)
 
     def close(self) -> None:
-        """Stop the bridge and every process it started; never raises."""
-        self.refresh_pids()
-        if self.process.poll() is None:
+        """Stop the bridge and every process it started; never raises.
+
+        Politely when the bridge is idle; otherwise end of file on its stdin makes it stop its
+        process tree at once, even in the middle of a data generation.
+        """
+        if not self._busy:
+            self.refresh_pids()
+        if self.process.poll() is None and not self._busy:
             with contextlib.suppress(OSError, BridgeFailure):
                 self.request({"op": "close"}, timeout=CLOSE_TIMEOUT)
         with contextlib.suppress(OSError):

@@ -371,6 +371,57 @@ def test_no_process_survives_a_stopped_worker(
             worker.kill()
 
 
+_SETUP_WORKER = textwrap.dedent(
+    """
+    import sys
+    from pos_agent.envs import make_env
+    with make_env("loca", "WoocommerceStockAlert-32k", seed=42, workdir=sys.argv[1]) as env:
+        env.reset()
+    """
+)
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Live descendants of `root` (pid -> start time), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = {}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found and (started := start_time(pid)):
+                found[pid] = started
+                frontier.append(pid)
+    return found
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_data_generation_stops_everything(runtime: None, tmp_path: Path) -> None:
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _SETUP_WORKER, str(tmp_path)], stderr=subprocess.DEVNULL
+    )
+    try:
+        recorded: dict[int, str] = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (tmp_path / "task" / "logs").is_dir():
+            recorded.update(_descendants(worker.pid))
+            time.sleep(0.05)
+        recorded.update(_descendants(worker.pid))
+        assert recorded, "the case never started its bridge"
+        worker.send_signal(signal.SIGINT)  # while LOCA's generator runs
+        worker.wait(timeout=60)
+        assert _gone(recorded, within=15.0) == []
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
 def _gone(recorded: dict[int, str], within: float) -> list[int]:
     """The recorded processes still alive after waiting up to `within` seconds."""
     deadline = time.monotonic() + within

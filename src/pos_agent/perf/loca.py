@@ -26,11 +26,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pos_agent.envs.loca.environment import LocaEnvironment
 
 # Read-only calls that every stock-alert case offers; other tasks fall back to the filesystem.
-_READS = (
+_READS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("woocommerce_woo_products_list", {"perPage": 10}),
     ("filesystem_list_allowed_directories", {}),
 )
@@ -58,9 +59,7 @@ def measure(task: str, length: str, seed: int, calls: int) -> LengthFigures:
             first = env.reset()
             setup = time.perf_counter() - started
             names = {t["name"] for t in first.tools or []}
-            reads = [(n, a) for n, a in _READS if n in names] or [
-                ("filesystem_list_allowed_directories", {})
-            ]
+            reads = [(n, a) for n, a in _READS if n in names]
             times = []
             for index in range(calls):
                 name, args = reads[index % len(reads)]

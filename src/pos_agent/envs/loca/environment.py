@@ -264,8 +264,12 @@ class LocaEnvironment(BudgetedEnvironment):
         elif not self.keep_workspace and self.task_dir.is_dir():
             # Generated data can take gigabytes at 256K; LOCA's logs are small and worth keeping.
             for item in self.task_dir.iterdir():
-                if item.name != "logs":
-                    shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink()
+                if item.name == "logs":
+                    continue
+                if item.is_dir() and not item.is_symlink():
+                    shutil.rmtree(item, ignore_errors=True)
+                else:
+                    item.unlink(missing_ok=True)
 
     def step(self, action: str) -> Observation:
         # The base class explains an empty action with admissible actions; a LOCA action is

@@ -136,6 +136,8 @@ def test_bench_filters_lengths_and_seeds_before_the_limit() -> None:
         suite.cases(["pos"], "scripted", seeds=[7])
     with pytest.raises(ValueError, match="Unknown LOCA length"):
         suite.cases(["pos"], "scripted", lengths=["12k"])
+    with pytest.raises(ValueError, match="no task at length"):
+        load_suite("loca-8k").cases(["pos"], "scripted", lengths=["16k"])
     with pytest.raises(ValueError, match="applies to LOCA suites"):
         load_suite("alfworld-mini").cases(["pos"], "scripted", lengths=["8k"])
     assert [load_suite(f"loca-{n}").split for n in LENGTHS] == list(LENGTHS)

@@ -134,7 +134,12 @@ class Suite(BaseModel):
             wanted = {normalize_length(length) for length in lengths}
         except EnvError as exc:
             raise ValueError(str(exc)) from exc
-        return [t for t in tasks if parse_task_id(t)[1] in wanted]
+        kept = [t for t in tasks if parse_task_id(t)[1] in wanted]
+        if not kept:
+            raise ValueError(
+                f"suite {self.name} has no task at length(s) {', '.join(sorted(wanted))}"
+            )
+        return kept
 
 
 def builtin_suites() -> list[str]:

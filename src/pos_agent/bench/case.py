@@ -33,6 +33,7 @@ from pos_agent.agents.settings import (
 )
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
+from pos_agent.envs._registry import accepts_option
 from pos_agent.events import ActionEvent, DegradedEvent, EpisodeEndEvent, EpisodeStartEvent
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import (
@@ -133,6 +134,7 @@ def run_case(
     error: str | None = None
     episode = Episode()
     category: str | None = None
+    env_extra: dict[str, Any] = {}
     max_steps = 0
     trace = TraceWriter(case_dir)
     env_labels: dict[str, str] = {}
@@ -145,13 +147,17 @@ def run_case(
             raise EnvError(str(exc)) from None
         env_labels = env_model_labels(spec.env, chosen)
         role_options, env_models = build_env_models(chosen, spec.env, load, ledger, trace)
+        options = dict(spec.env_options)
+        if accepts_option(spec.env, "workdir"):
+            # Environments that generate data (LOCA) do it inside the case's own folder.
+            options.setdefault("workdir", str(case_dir.resolve() / "env"))
         env = make_env(
             spec.env,
             spec.task,
             max_steps=spec.max_steps,
             split=spec.split,
             seed=spec.seed,
-            **spec.env_options,
+            **options,
             **role_options,
         )
         try:
@@ -166,6 +172,7 @@ def run_case(
             episode = agent.run(env)
             status = "success" if episode.success else "failure"
         finally:
+            env_extra = _env_extra(env)
             env.close()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -216,6 +223,7 @@ def run_case(
             started_at=started,
             duration_s=round(time.time() - started, 3),
             extra={
+                **env_extra,
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
@@ -246,7 +254,7 @@ def _build_agent(
         return _TracedExpert(trace, on_step), {}
     role_specs = spec.models()
     models = {role: load(name, role) for role, name in role_specs.items()}
-    generation_tokens = spec.generation_tokens or paper_generation_tokens(env.kind)
+    generation_tokens = spec.generation_tokens or paper_generation_tokens(env.kind, env.name)
     limits = AgentLimits.for_models(
         role_specs,
         generation_tokens=generation_tokens,
@@ -356,6 +364,12 @@ def _step_source(env: Environment) -> Callable[[], int | None]:
         return used if isinstance(used, int) else None
 
     return step
+
+
+def _env_extra(env: Any) -> dict[str, Any]:
+    """What the environment records about its case (LOCA: length, seed, context_length)."""
+    value = getattr(env, "case_extra", None)
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _category(env: Any) -> str | None:

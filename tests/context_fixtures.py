@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pos_agent.llm import GenerationRequest, ScriptedModel
+from pos_agent.llm import ScriptedModel
+from pos_agent.llm.backend import GenerationRequest
 
 Reply = str | BaseException | None
 Answer = Callable[[GenerationRequest], Reply]

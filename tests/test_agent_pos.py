@@ -327,7 +327,8 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
 
 def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: Any) -> None:
     from pos_agent.bench.case import CaseSpec, run_case
-    from pos_agent.llm import BackendError, ModelOptions, ScriptedModel
+    from pos_agent.llm import ModelOptions, ScriptedModel
+    from pos_agent.llm.backend import BackendError
 
     down = ScriptedModel(
         lambda request: BackendError("transport", "connection refused", retryable=True),

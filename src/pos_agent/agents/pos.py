@@ -163,7 +163,7 @@ class PosAgent:
         self.diagnostic = health_cfg.task == "diagnostic"
         if cfg.limits is None:
             self.limits = AgentLimits.for_models(
-                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind)
+                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind, env.name)
             )
         self.transcript = Transcript()
         self.sentinel = Sentinel(

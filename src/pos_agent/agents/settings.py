@@ -28,8 +28,23 @@ DIAGNOSIS_GENERATION_TOKENS = 4_096  # LOCA-Bench, RCA-100, ClinDiag
 TEMPERATURE = 0.0  # paper App. D.1
 
 
-def paper_generation_tokens(kind: TaskKind) -> int:
-    """The paper's generation budget for a task kind (App. D.1)."""
+# Benchmarks whose generation length the paper states, by environment name (App. D.1). LOCA-Bench
+# is a tool benchmark of execution kind but gets the long budget.
+PAPER_GENERATION_TOKENS: Mapping[str, int] = {
+    "alfworld": EXECUTION_GENERATION_TOKENS,
+    "alfworld-mini": EXECUTION_GENERATION_TOKENS,
+    "loca": DIAGNOSIS_GENERATION_TOKENS,
+    "rca": DIAGNOSIS_GENERATION_TOKENS,
+    "rca-nezha": DIAGNOSIS_GENERATION_TOKENS,
+    "clindiag": DIAGNOSIS_GENERATION_TOKENS,
+}
+
+
+def paper_generation_tokens(kind: TaskKind, env: str | None = None) -> int:
+    """The paper's generation budget (App. D.1) for an environment, else for a task kind
+    (ScienceWorld and TextWorldExpress, which the paper does not run, get the execution one)."""
+    if env is not None and env in PAPER_GENERATION_TOKENS:
+        return PAPER_GENERATION_TOKENS[env]
     return DIAGNOSIS_GENERATION_TOKENS if kind == "diagnosis" else EXECUTION_GENERATION_TOKENS
 
 

@@ -33,10 +33,18 @@ from pos_agent.agents.settings import (
 )
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
+from pos_agent.envs._registry import accepts_option
 from pos_agent.events import ActionEvent, DegradedEvent, EpisodeEndEvent, EpisodeStartEvent
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.health.window import Diagnosis
-from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
+from pos_agent.llm import (
+    Model,
+    ModelFailure,
+    ModelOptions,
+    TokenLedger,
+    load_model,
+    wants_context_per_role,
+)
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
 
 AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
@@ -96,10 +104,10 @@ def default_loader(options: ModelOptions | None = None) -> ModelLoader:
     loaded: dict[tuple[str, str], Model] = {}
 
     def load(spec: str, role: str) -> Model:
-        local = spec == "local" or spec.startswith("gguf:")
-        key = (spec, role if local else "")
+        per_role = wants_context_per_role(spec)
+        key = (spec, role if per_role else "")
         if key not in loaded:
-            opts = base.model_copy(update={"context_slot": role}) if local else base
+            opts = base.model_copy(update={"context_slot": role}) if per_role else base
             loaded[key] = load_model(spec, opts)
         return loaded[key]
 
@@ -129,6 +137,7 @@ def run_case(
     error: str | None = None
     episode = Episode()
     category: str | None = None
+    env_extra: dict[str, Any] = {}
     max_steps = 0
     trace = TraceWriter(case_dir)
     env_labels: dict[str, str] = {}
@@ -141,13 +150,17 @@ def run_case(
             raise EnvError(str(exc)) from None
         env_labels = env_model_labels(spec.env, chosen)
         role_options, env_models = build_env_models(chosen, spec.env, load, ledger, trace)
+        options = dict(spec.env_options)
+        if accepts_option(spec.env, "workdir"):
+            # Environments that generate data (LOCA) do it inside the case's own folder.
+            options.setdefault("workdir", str(case_dir.resolve() / "env"))
         env = make_env(
             spec.env,
             spec.task,
             max_steps=spec.max_steps,
             split=spec.split,
             seed=spec.seed,
-            **spec.env_options,
+            **options,
             **role_options,
         )
         try:
@@ -162,6 +175,7 @@ def run_case(
             episode = agent.run(env)
             status = "success" if episode.success else "failure"
         finally:
+            env_extra = _env_extra(env)
             env.close()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user (Ctrl-C)"
@@ -212,6 +226,7 @@ def run_case(
             started_at=started,
             duration_s=round(time.time() - started, 3),
             extra={
+                **env_extra,
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
@@ -243,7 +258,7 @@ def _build_agent(
         return _TracedExpert(trace, on_step), {}
     role_specs = spec.models()
     models = {role: load(name, role) for role, name in role_specs.items()}
-    generation_tokens = spec.generation_tokens or paper_generation_tokens(env.kind)
+    generation_tokens = spec.generation_tokens or paper_generation_tokens(env.kind, env.name)
     limits = AgentLimits.for_models(
         role_specs,
         generation_tokens=generation_tokens,
@@ -358,6 +373,12 @@ def _step_source(env: Environment) -> Callable[[], int | None]:
         return used if isinstance(used, int) else None
 
     return step
+
+
+def _env_extra(env: Any) -> dict[str, Any]:
+    """What the environment records about its case (LOCA: length, seed, context_length)."""
+    value = getattr(env, "case_extra", None)
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _category(env: Any) -> str | None:

@@ -139,20 +139,35 @@ class Suite(BaseModel):
         model: str,
         limit: int | None = None,
         env_models: dict[str, str] | None = None,
+        *,
+        lengths: list[str] | None = None,
+        seeds: list[int] | None = None,
     ) -> list[CaseSpec]:
         """Every (method, task, seed) case, methods interleaved so partial runs stay comparable.
 
         `env_models` ({role or "*": spec}, e.g. from `--env-model`) replaces the suite's
         `env_model`; either way every case gets the same environment models. Override the
-        suite's budgets first with `model_copy(update=...)`.
+        suite's budgets first with `model_copy(update=...)`. `lengths` keeps LOCA tasks of those
+        environment lengths and `seeds` keeps those of the suite's seeds; `limit` then keeps the
+        first N tasks.
         """
         chosen = resolve_env_models(
             self.env, env_models if env_models else self.requested_env_models()
         )
-        tasks = self.task_ids()[:limit] if limit else self.task_ids()
+        tasks = self.task_ids()
+        if lengths:
+            tasks = self._with_lengths(tasks, lengths)
+        chosen_seeds = self.seeds
+        if seeds:
+            unknown = [s for s in seeds if s not in self.seeds]
+            if unknown:
+                listed = ", ".join(str(s) for s in self.seeds)
+                raise ValueError(f"suite {self.name} has no seed(s) {unknown}; its seeds: {listed}")
+            chosen_seeds = [s for s in self.seeds if s in seeds]
+        tasks = tasks[:limit] if limit else tasks
         specs = []
         for task in tasks:
-            for seed in self.seeds:
+            for seed in chosen_seeds:
                 for agent in agents:
                     settings = self.methods.get(agent, MethodSettings())
                     specs.append(
@@ -175,6 +190,23 @@ class Suite(BaseModel):
                         )
                     )
         return specs
+
+    def _with_lengths(self, tasks: list[str], lengths: list[str]) -> list[str]:
+        if self.env != "loca":
+            raise ValueError(f"--lengths applies to LOCA suites; {self.name} runs {self.env}")
+        from pos_agent.envs import EnvError
+        from pos_agent.envs.loca.cases import normalize_length, parse_task_id
+
+        try:
+            wanted = {normalize_length(length) for length in lengths}
+        except EnvError as exc:
+            raise ValueError(str(exc)) from exc
+        kept = [t for t in tasks if parse_task_id(t)[1] in wanted]
+        if not kept:
+            raise ValueError(
+                f"suite {self.name} has no task at length(s) {', '.join(sorted(wanted))}"
+            )
+        return kept
 
 
 def builtin_suites() -> list[str]:

@@ -68,6 +68,19 @@ def bench(
     limit: Annotated[
         int | None, typer.Option(help="Only the first N tasks of the suite.", min=1)
     ] = None,
+    lengths: Annotated[
+        str | None,
+        typer.Option(help="LOCA: only these environment lengths, e.g. 8k,16k (8k ... 256k)."),
+    ] = None,
+    seeds: Annotated[
+        str | None, typer.Option(help="Only these of the suite's seeds, e.g. 42,123.")
+    ] = None,
+    loca_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder that holds runs.")] = Path("runs"),
     run_name: Annotated[
         str | None, typer.Option("--run", help="Run name (default: suite and time).")
@@ -133,14 +146,28 @@ def bench(
         requested = parse_env_models(env_model)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--env-model") from None
+    wanted_lengths, wanted_seeds = _split_list(lengths), _seed_list(seeds)
     try:
         loaded = load_suite(suite)
+        if loca_root is not None:
+            if loaded.env != "loca":
+                raise ValueError(
+                    f"--loca-root applies to LOCA suites; {loaded.name} runs {loaded.env}"
+                )
+            loaded.env_options["loca_root"] = str(loca_root.expanduser().resolve())
         if bounds:
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = [
             replace(s, health=health)
-            for s in loaded.cases(methods, model, limit, env_models=requested)
+            for s in loaded.cases(
+                methods,
+                model,
+                limit,
+                env_models=requested,
+                lengths=wanted_lengths,
+                seeds=wanted_seeds,
+            )
         ]
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
@@ -216,3 +243,20 @@ def bench(
         + (f"; {infra} infrastructure errors (not scored)" if infra else "")
     )
     console.print(f"report: pos report {run_dir}")
+
+
+def _split_list(text: str | None) -> list[str] | None:
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    return items or None
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    items = _split_list(text)
+    if items is None:
+        return None
+    try:
+        return [int(item) for item in items]
+    except ValueError:
+        raise typer.BadParameter(
+            "write seeds as integers, e.g. 42,123", param_hint="--seeds"
+        ) from None

@@ -114,6 +114,12 @@ def run(
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
     context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
+    loca_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+        ),
+    ] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
@@ -161,6 +167,7 @@ def run(
         profile=profile,  # type: ignore[arg-type]
         bounds=bounds,
         context_window=context_window,
+        env_options={"loca_root": str(loca_root.expanduser().resolve())} if loca_root else {},
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder

@@ -48,7 +48,8 @@ from pos_agent.agents.context.turns import render_turns
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.llm import Completion, GenerationRequest, Message, ScriptedModel, TokenLedger
+from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
+from pos_agent.llm.backend import GenerationRequest
 
 CHECKPOINTS = (10, 25, 50, 100, 200)
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")

@@ -6,7 +6,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import platform
 import re
 import shutil
@@ -22,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pos_agent.cli.app import app
+from pos_agent.envs.alfworld import alfworld_data_dir
 from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role
 from pos_agent.llm.backend import MODE_NAMES
 
@@ -91,12 +91,6 @@ def check_java() -> Check:
         return Check("java", "warn", f"{java} -version failed: {first_line}", JAVA_FIX)
     found = re.search(r'version "([^"]+)"', first_line)
     return Check("java", "ok", f"{found.group(1) if found else first_line} ({java})")
-
-
-def alfworld_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    configured = environ.get("ALFWORLD_DATA")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "alfworld"
 
 
 def check_alfworld_data(environ: Mapping[str, str] | None = None) -> Check:

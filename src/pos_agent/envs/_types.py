@@ -16,6 +16,14 @@ class EnvError(Exception):
     """
 
 
+def choose_split(split: str | None, splits: tuple[str, ...], default: str, benchmark: str) -> str:
+    """`split`, or the default when None; EnvError naming the valid ones when unknown."""
+    chosen = split or default
+    if chosen not in splits:
+        raise EnvError(f"Unknown {benchmark} split {chosen!r}; use one of {', '.join(splits)}.")
+    return chosen
+
+
 class InfrastructureError(Exception):
     """The backend itself failed (e.g. its Java process died); the episode must not be scored.
 

@@ -57,6 +57,8 @@ def outcome(result: CaseResult | None) -> dict[str, Any]:
         },
     )  # fmt: skip
     kept["calls"] = {role: used.calls for role, used in result.tokens.items()}
+    # Version 1 did not record the diagnosis mode; it always ran Eq. 6, which is still the default.
+    assert kept["extra"].pop("health", "paper") == "paper"
     return kept
 
 

@@ -36,6 +36,7 @@ from pos_agent.envs import EnvError, Environment, InfrastructureError, Observati
 from pos_agent.envs._registry import accepts_option
 from pos_agent.events import ActionEvent, DegradedEvent, EpisodeEndEvent, EpisodeStartEvent
 from pos_agent.health.recovery import RecoveryMode
+from pos_agent.health.window import Diagnosis
 from pos_agent.llm import (
     Model,
     ModelFailure,
@@ -47,6 +48,7 @@ from pos_agent.llm import (
 from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
 
 AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
+HEALTH_MODES: tuple[str, ...] = ("paper", "improved")
 MODEL_ROLES = ("policy", "belief", "sentinel")
 
 
@@ -61,6 +63,7 @@ class CaseSpec:
     role_models: dict[str, str] = field(default_factory=dict)  # overrides per role
     recovery: RecoveryMode = "soft"
     global_audit_every: int | None = None  # PoS variants: None keeps PosConfig's (8)
+    health: str = "paper"  # PoS variants' diagnosis: "paper" (Eq. 5-6) or "improved"
     generation_tokens: int | None = None  # every agent-side call; None: the paper's (App. D.1)
     profile: ProfileName | None = None  # None: each role's model picks (compact for `local`)
     bounds: dict[str, int | None] = field(default_factory=dict)  # schema bounds overridden
@@ -227,6 +230,7 @@ def run_case(
                 **episode.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
+                **({"health": spec.health} if spec.agent in VARIANTS else {}),
                 **({"env_models": env_labels} if env_labels else {}),
             },
         )
@@ -287,12 +291,17 @@ def _build_agent(
         limits=limits,
         temperature=TEMPERATURE,
     )
+    diagnosis: Diagnosis = "improved" if spec.health == "improved" else "paper"
+    if spec.health != diagnosis:
+        raise ValueError(f"unknown health {spec.health!r}; choose one of {', '.join(HEALTH_MODES)}")
+    config = replace(config, health=replace(config.health, diagnosis=diagnosis))
     if spec.global_audit_every is not None:
         config = replace(config, global_audit_every=spec.global_audit_every)
     settings.update(
         limits.to_dict(),
         global_audit_every=config.global_audit_every,
         recovery=config.recovery,
+        health=config.health.diagnosis,
         clips=asdict(config.clips),
         policy_observation_chars=config.policy_observation_chars,
     )

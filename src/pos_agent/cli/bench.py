@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from pos_agent.bench.case import AGENTS
+from pos_agent.bench.case import AGENTS, HEALTH_MODES
 from pos_agent.bench.env_models import parse_env_models
 from pos_agent.bench.runner import (
     BenchConfig,
@@ -55,6 +55,12 @@ def bench(
     model: Annotated[
         str, typer.Option(help="Model spec for every role (local, openai:MODEL, ...).")
     ] = "local",
+    health: Annotated[
+        str,
+        typer.Option(
+            help="Trap diagnosis of the PoS methods: paper (Eq. 5-6, default) or improved."
+        ),
+    ] = "paper",
     workers: Annotated[int, typer.Option(help="Worker processes.", min=1)] = 1,
     resume: Annotated[
         bool, typer.Option(help="Continue --run: skip finished cases, rerun the rest whole.")
@@ -124,6 +130,8 @@ def bench(
         )
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    if health not in HEALTH_MODES:
+        raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
     overrides: dict[str, object] = {
         key: value
         for key, value in (
@@ -150,14 +158,17 @@ def bench(
         if bounds:
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
-        specs = loaded.cases(
-            methods,
-            model,
-            limit,
-            env_models=requested,
-            lengths=wanted_lengths,
-            seeds=wanted_seeds,
-        )
+        specs = [
+            replace(s, health=health)
+            for s in loaded.cases(
+                methods,
+                model,
+                limit,
+                env_models=requested,
+                lengths=wanted_lengths,
+                seeds=wanted_seeds,
+            )
+        ]
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -175,6 +186,7 @@ def bench(
             "suite": loaded.model_dump(),
             "agents": methods,
             "model": model,
+            "health": health,
             "env_models": specs[0].env_models if specs else {},
             "workers": workers,
             "cases": [asdict(s) for s in specs],

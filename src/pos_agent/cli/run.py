@@ -11,7 +11,7 @@ from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
 from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
-from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
+from pos_agent.bench.case import AGENTS, HEALTH_MODES, CaseSpec, default_loader, run_case
 from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
@@ -77,6 +77,13 @@ def run(
             help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
         ),
     ] = "soft",
+    health: Annotated[
+        str,
+        typer.Option(
+            help="Trap diagnosis: paper (Eq. 5-6, the default) or improved (stays right on "
+            "large beliefs; see README 'Trap monitor')."
+        ),
+    ] = "paper",
     max_steps: Annotated[
         int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
     ] = None,
@@ -127,6 +134,8 @@ def run(
         raise typer.BadParameter("choose soft, hard or both", param_hint="--recovery")
     if cache not in ("off", "read", "write", "readwrite"):
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
+    if health not in HEALTH_MODES:
+        raise typer.BadParameter(f"choose {' or '.join(HEALTH_MODES)}", param_hint="--health")
     bounds = checked_bounds(bound)
     profile = checked_profile(profile)
     overrides = {
@@ -149,6 +158,7 @@ def run(
         model=model,
         role_models=overrides,
         recovery=recovery,  # type: ignore[arg-type]
+        health=health,
         max_steps=max_steps,
         seed=seed,
         split=split,

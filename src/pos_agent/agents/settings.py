@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, get_args
 
+from pos_agent.kinds import TaskKind
+
 ProfileName = Literal["standard", "compact"]
 PROFILE_NAMES: tuple[ProfileName, ...] = get_args(ProfileName)
-TaskKind = Literal["execution", "diagnosis"]
 
 # Paper App. D.1: generation length of every agent-side call.
 EXECUTION_GENERATION_TOKENS = 512  # ALFWorld

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
-TaskKind = Literal["execution", "diagnosis"]
+from pos_agent.kinds import TaskKind
 
 
 class EnvError(Exception):

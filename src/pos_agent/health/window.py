@@ -12,10 +12,8 @@ from itertools import islice
 from typing import Literal, get_args
 
 from pos_agent.health.distance import WorldKeys, jaccard_distance, world_distance
+from pos_agent.kinds import TASK_KINDS, GapKind, TaskKind, TrapPattern
 
-TaskKind = Literal["execution", "diagnostic"]
-GapKind = Literal["epistemic", "achievement"]
-TrapPattern = Literal["static", "cycle", "drift"]
 Diagnosis = Literal["paper", "improved"]
 
 # Slack for "<=" against a threshold: a distance or health that equals the threshold in exact
@@ -108,7 +106,8 @@ class HealthConfig:
     """theta_R: recurrence at least this (with lag > 1) diagnoses a cycle."""
 
     task: TaskKind = "execution"
-    """Task family; breaks ties on the blocked gap kind ("diagnostic" -> epistemic)."""
+    """Task family; breaks ties on the blocked gap kind ("diagnosis" -> epistemic). The
+    spelling "diagnostic" (DESIGN §4) is accepted and read as "diagnosis"."""
 
     diagnosis: Diagnosis = "paper"
     """"paper": Eq. 5-6 as published; "improved": the diagnosis of `health.improved`, which
@@ -134,9 +133,11 @@ class HealthConfig:
                 )
         for name in ("eps_w", "eps_diag", "theta_h", "theta_r"):
             _check_unit_interval(name, getattr(self, name))
-        if self.task not in get_args(TaskKind):
+        if self.task == "diagnostic":
+            object.__setattr__(self, "task", "diagnosis")  # DESIGN §4's spelling
+        if self.task not in TASK_KINDS:
             raise ValueError(
-                f"HealthConfig.task must be 'execution' or 'diagnostic', got {self.task!r}"
+                f"HealthConfig.task must be 'execution' or 'diagnosis', got {self.task!r}"
             )
         if self.diagnosis not in get_args(Diagnosis):
             raise ValueError(
@@ -341,7 +342,7 @@ def _blocked_kind(
         return "epistemic"
     if persistence_a > persistence_e:
         return "achievement"
-    return "epistemic" if task == "diagnostic" else "achievement"
+    return "epistemic" if task == "diagnosis" else "achievement"
 
 
 _DEFAULT_CONFIG = HealthConfig()

@@ -63,7 +63,11 @@ class Agent(Protocol):
 
 
 class RoleCaller:
-    """Calls one role's model, accounts tokens, traces the call, and turns failures into None."""
+    """Calls one role's model, accounts tokens, traces the call, and turns failures into None.
+
+    Two kinds of failure end the case instead: an unreachable server (InfrastructureError) and
+    a broken set-up (the ModelFailure of kind "config" is re-raised).
+    """
 
     def __init__(self, ledger: TokenLedger, trace: TraceWriter | None) -> None:
         self.ledger = ledger
@@ -104,6 +108,18 @@ class RoleCaller:
                     message=failure.message,
                 )
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
+            if failure.kind == "config":
+                # A rejected key, an unknown model or a server that does not speak chat: no
+                # step of this case can be measured, so the case ends unscored (config_error).
+                self.emit(
+                    "model_failure",
+                    step,
+                    role=role,
+                    purpose=purpose,
+                    kind=failure.kind,
+                    message=failure.message,
+                )
+                raise failure
             self.emit(
                 "model_failure",
                 step,

@@ -1,14 +1,25 @@
 """Run one case (one environment task, one method, one set of models) with its run records.
 
-Whatever happens inside — malformed model output, a dead model server, a crashed Java backend,
-a bug, Ctrl-C — the case ends with a whole `result.json` and a readable `events.jsonl`. Ctrl-C
-is recorded as `interrupted` and then re-raised so the caller can stop.
+Whatever happens inside — malformed model output, a dead or misconfigured model server, a
+crashed Java backend, a bug, a time limit, Ctrl-C — the case ends with a whole `result.json`
+and a readable `events.jsonl`, and its status says whether it measured the method:
+
+    success, failure      scored
+    config_error          the set-up: model spec, key, endpoint, non-chat server, task, data
+    infra_error           a backend or model server failed, or the case's time limit was hit
+    harness_error         an exception in PoS's own code
+    interrupted           Ctrl-C (recorded, then re-raised as CaseInterrupted)
+
+Only one process writes a case folder at a time (a lock file in the folder).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +36,15 @@ from pos_agent.agents.base import (
 from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
+from pos_agent.bench.identity import (
+    git_commit,
+    pos_version,
+    result_options,
+    settings_hash,
+    spec_settings,
+)
+from pos_agent.bench.locks import FileLock, LockHeld
+from pos_agent.bench.time_limit import CaseTimeout, wall_clock_limit, where_it_stopped
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
@@ -87,67 +107,144 @@ def default_loader(options: ModelOptions | None = None) -> ModelLoader:
     return load
 
 
+class CaseInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a case, raised after the case's `interrupted` result was written."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__("interrupted by the user (Ctrl-C)")
+        self.result = result
+
+
+class CaseBusyError(RuntimeError):
+    """Another process is writing this case folder; nothing was touched."""
+
+
+class RecordError(OSError):
+    """A run record could not be written (disk full, folder not writable); the runner stops."""
+
+
+# errno values that mean "this disk will not take more", not "the code has a bug"
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
 def run_case(
     spec: CaseSpec,
     case_dir: Path,
     *,
     run_name: str,
+    options: ModelOptions | None = None,
     load: ModelLoader | None = None,
     on_step: StepCallback | None = None,
     pos_config: PosConfig | None = None,
+    time_limit_s: float | None = None,
+    owner_alive: Callable[[], bool] | None = None,
 ) -> CaseResult:
-    """Play one case and write its records; returns the result that was written."""
+    """Play one case and write its records; returns the result that was written.
+
+    `options` are the model options (recorded in the result; `load` defaults to a loader with
+    them). `time_limit_s` bounds the case's wall time (unscored `infra_error` when reached).
+    `owner_alive` is asked before the result is written: a worker whose `pos bench` is gone
+    must not write into a folder a later run may own. Ctrl-C raises CaseInterrupted after the
+    `interrupted` result is written; CaseBusyError means another process holds the case folder.
+    """
     if spec.agent not in AGENTS:
         raise ValueError(f"unknown agent {spec.agent!r}; choose one of {', '.join(AGENTS)}")
-    load = load or default_loader()
-    case_dir.mkdir(parents=True, exist_ok=True)
+    options = options or ModelOptions()
+    load = load or default_loader(options)
+    try:
+        case_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(case_dir / ".lock").acquire()
+    except LockHeld as held:
+        raise CaseBusyError(f"case folder {case_dir} is being written by another process") from (
+            held
+        )
+    except OSError as exc:
+        raise RecordError(exc.errno, f"cannot write the case folder {case_dir}: {exc}") from None
+    try:
+        return _play(spec, case_dir, run_name, options, load, on_step, pos_config,
+                     time_limit_s, owner_alive)  # fmt: skip
+    finally:
+        lock.release()
+
+
+def _play(
+    spec: CaseSpec,
+    case_dir: Path,
+    run_name: str,
+    options: ModelOptions,
+    load: ModelLoader,
+    on_step: StepCallback | None,
+    pos_config: PosConfig | None,
+    time_limit_s: float | None,
+    owner_alive: Callable[[], bool] | None,
+) -> CaseResult:
     # A rerun of a half-finished case starts its trace afresh.
-    (case_dir / "events.jsonl").unlink(missing_ok=True)
-    (case_dir / "result.json").unlink(missing_ok=True)
+    try:
+        (case_dir / "events.jsonl").unlink(missing_ok=True)
+        (case_dir / "result.json").unlink(missing_ok=True)
+        trace = TraceWriter(case_dir)
+    except OSError as exc:
+        raise RecordError(exc.errno, f"cannot write the trace in {case_dir}: {exc}") from None
     ledger = TokenLedger()
+    tally = _StepTally(on_step)
     started = time.time()
-    status: Status = "error"
+    status: Status = "harness_error"
     error: str | None = None
-    episode = Episode()
+    episode: Episode | None = None
     category: str | None = None
     max_steps = 0
-    trace = TraceWriter(case_dir)
-    trace.emit("episode_start", 0, spec=spec.__dict__, models=spec.models(), run=run_name)
+    interrupted = False
+    disk_full: OSError | None = None
     try:
-        env = make_env(
-            spec.env,
-            spec.task,
-            max_steps=spec.max_steps,
-            split=spec.split,
-            seed=spec.seed,
-            **spec.env_options,
-        )
-        try:
-            max_steps = env.max_steps
-            agent = _build_agent(spec, load, ledger, trace, on_step, pos_config)
-            category = _category(env)
-            episode = agent.run(env)
-            status = "success" if episode.success else "failure"
-        finally:
-            env_ledger = getattr(env, "ledger", None)  # provider/judge calls of diagnosis envs
-            if isinstance(env_ledger, TokenLedger):
-                ledger.merge(env_ledger)
-            env.close()
+        trace.emit("episode_start", 0, spec=spec.__dict__, models=spec.models(), run=run_name)
+        with wall_clock_limit(time_limit_s):
+            env = make_env(
+                spec.env,
+                spec.task,
+                max_steps=spec.max_steps,
+                split=spec.split,
+                seed=spec.seed,
+                **spec.env_options,
+            )
+            try:
+                max_steps = env.max_steps
+                agent = _build_agent(spec, load, ledger, trace, tally, pos_config)
+                category = _category(env)
+                episode = agent.run(env)
+                status = "success" if episode.success else "failure"
+            finally:
+                env_ledger = getattr(env, "ledger", None)  # provider/judge calls of diagnosis
+                if isinstance(env_ledger, TokenLedger):
+                    ledger.merge(env_ledger)
+                env.close()
     except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted by the user (Ctrl-C)"
-        raise
+        status, error, interrupted = "interrupted", "interrupted by the user (Ctrl-C)", True
+    except CaseTimeout as exc:
+        spent = sum(t["latency_s"] for t in ledger.by_role().values())
+        status = "infra_error"
+        error = f"{exc} {where_it_stopped(exc.__traceback__)} (model calls took {spent:.0f}s)"
     except InfrastructureError as exc:
         status, error = "infra_error", f"environment backend failed: {exc}"
     except EnvError as exc:
-        status, error = "error", str(exc)
-    except ModelFailure as exc:  # only a model that cannot be loaded gets here
-        status, error = "error", f"model: {exc}"
+        status, error = "config_error", str(exc)
+    except ModelFailure as exc:  # a model that cannot be loaded, or a rejected set-up
+        status, error = _model_status(exc), f"model: {exc}"
+    except OSError as exc:
+        if exc.errno not in _DISK_FULL:
+            status, error = "harness_error", f"{type(exc).__name__}: {exc}"
+        else:
+            status, error, disk_full = "infra_error", f"cannot write the trace: {exc}", exc
     except Exception as exc:
-        status, error = "error", f"{type(exc).__name__}: {exc}"
-        trace.emit(
-            "degraded", episode.steps, role="harness", traceback=traceback.format_exc(limit=8)
+        status, error = "harness_error", f"{type(exc).__name__}: {exc}"
+        _emit_quietly(
+            trace,
+            "degraded",
+            tally.steps,
+            role="harness",
+            traceback=traceback.format_exc(limit=8),
         )
     finally:
+        played = episode if episode is not None else tally.episode()
         result = CaseResult(
             run=run_name,
             case=spec.case_id,
@@ -157,33 +254,109 @@ def run_case(
             agent=spec.agent,
             models=spec.models(),
             status=status,
-            success=episode.success and status == "success",
-            score=episode.score,
-            steps=episode.steps,
+            success=played.success and status == "success",
+            score=played.score,
+            steps=played.steps,
             max_steps=max_steps,
             tokens={
                 role: RoleTokens.model_validate(t)
                 for role, t in ledger.by_role().items()
                 if t["calls"]
             },
-            trapped_steps=episode.trapped_steps,
-            patterns=dict(episode.patterns),
-            recoveries=episode.recoveries,
-            degraded_steps=episode.degraded_steps,
-            final_belief=episode.final_belief,
+            trapped_steps=played.trapped_steps,
+            patterns=dict(played.patterns),
+            recoveries=played.recoveries,
+            degraded_steps=played.degraded_steps,
+            final_belief=played.final_belief,
             error=error,
             started_at=started,
             duration_s=round(time.time() - started, 3),
             extra={
-                **episode.extra,
+                **played.extra,
                 "health_checked": spec.agent in VARIANTS and spec.agent != "no_trapping",
                 **({"recovery": spec.recovery} if spec.agent in VARIANTS else {}),
             },
+            **_provenance(spec, options),
         )
-        trace.emit("episode_end", episode.steps, status=status, success=result.success, error=error)
+        _emit_quietly(
+            trace, "episode_end", played.steps, status=status, success=result.success, error=error
+        )
         trace.close()
-        write_result(case_dir, result)
+        if owner_alive is None or owner_alive():
+            try:
+                write_result(case_dir, result)
+            except OSError as exc:
+                raise RecordError(
+                    exc.errno, f"cannot write the result of {spec.folder} in {case_dir}: {exc}"
+                ) from None
+    if disk_full is not None:
+        raise RecordError(disk_full.errno, f"cannot write the trace in {case_dir}: {disk_full}")
+    if interrupted:
+        raise CaseInterrupted(result)
     return result
+
+
+def _model_status(failure: ModelFailure) -> Status:
+    if failure.kind == "config":
+        return "config_error"
+    if failure.kind in ("transport", "timeout"):
+        return "infra_error"
+    return "harness_error"
+
+
+def _provenance(spec: CaseSpec, options: ModelOptions) -> dict[str, Any]:
+    settings = spec_settings(spec)
+    model_options = result_options(options)
+    return {
+        "spec": settings,
+        "model_options": model_options,
+        "settings_hash": settings_hash(settings, model_options),
+        "pos_version": pos_version(),
+        "git_commit": git_commit(),
+    }
+
+
+def _emit_quietly(trace: TraceWriter, event: str, step: int | None, **payload: Any) -> None:
+    """Trace an event at the end of a case; a disk that is full already lost the trace."""
+    with contextlib.suppress(OSError):
+        trace.emit(event, step, **payload)
+
+
+class _StepTally:
+    """Counts what each step reported, so an episode cut short (Ctrl-C, a time limit, an
+    error) still records the steps it played; passes every step on to the caller's callback."""
+
+    def __init__(self, forward: StepCallback | None) -> None:
+        self.forward = forward
+        self.steps = 0
+        self.success = False
+        self.trapped_steps = 0
+        self.patterns: Counter[str] = Counter()
+        self.recoveries = 0  # constraints begun (a constraint in force after a step without one)
+        self.degraded_steps = 0
+        self._in_recovery = False
+
+    def __call__(self, info: StepInfo) -> None:
+        self.steps = max(self.steps, info.step)
+        self.success = info.success
+        self.trapped_steps += info.trapped
+        if info.trapped and info.pattern:
+            self.patterns[info.pattern] += 1
+        self.recoveries += info.recovery and not self._in_recovery
+        self._in_recovery = info.recovery
+        self.degraded_steps += info.degraded
+        if self.forward is not None:
+            self.forward(info)
+
+    def episode(self) -> Episode:
+        return Episode(
+            success=self.success,
+            steps=self.steps,
+            trapped_steps=self.trapped_steps,
+            patterns=Counter(self.patterns),
+            recoveries=self.recoveries,
+            degraded_steps=self.degraded_steps,
+        )
 
 
 def _build_agent(
@@ -191,7 +364,7 @@ def _build_agent(
     load: ModelLoader,
     ledger: TokenLedger,
     trace: TraceWriter,
-    on_step: StepCallback | None,
+    on_step: StepCallback,
     pos_config: PosConfig | None,
 ) -> Agent:
     if spec.agent == "expert":
@@ -217,7 +390,7 @@ class _TracedExpert:
 
     name = "expert"
 
-    def __init__(self, trace: TraceWriter, on_step: StepCallback | None) -> None:
+    def __init__(self, trace: TraceWriter, on_step: StepCallback) -> None:
         self.trace = trace
         self.on_step = on_step
 
@@ -240,8 +413,7 @@ class _TracedExpert:
         self.steps += 1
         self.last = observation
         self.trace.emit("observation", self.steps, **observation_info(observation))
-        if self.on_step is not None:
-            self.on_step(StepInfo(self.steps, action, observation.success))
+        self.on_step(StepInfo(self.steps, action, observation.success))
 
 
 def _category(env: Any) -> str | None:

@@ -13,6 +13,9 @@ seeds: [0]             # optional: one case per task and seed
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}
 env_options: {}        # extra keyword arguments for make_env
+timeout_s: 120         # optional: deadline of one model request (CLI --timeout wins)
+max_retries: 4         # optional: retries of a failed model request (CLI --max-retries wins)
+case_timeout_s: 3600   # optional: wall-clock limit per case, unscored when hit (--case-timeout)
 ```
 """
 
@@ -23,9 +26,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pos_agent.bench.case import CaseSpec
+from pos_agent.health.recovery import RecoveryMode
 
 
 def _no_seed() -> list[int | None]:
@@ -36,7 +40,7 @@ class MethodSettings(BaseModel):
     """Per-method settings a suite may fix."""
 
     model_config = ConfigDict(extra="forbid")
-    recovery: Literal["soft", "hard", "both"] = "soft"
+    recovery: RecoveryMode = "soft"
     """Recovery mode of PoS variants."""
     global_audit_every: int | None = Field(default=None, ge=0)
     """Steps between global audits of PoS variants (paper: 8; 32 on long-context tool tasks)."""
@@ -68,6 +72,21 @@ class Suite(BaseModel):
     """Settings per method (pos, raw, ablations)."""
     env_options: dict[str, Any] = Field(default_factory=dict)
     """Extra keyword arguments for make_env."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request in seconds; None keeps the model options' default."""
+    max_retries: int | None = Field(default=None, ge=0)
+    """Retries of a failed model request; None keeps the model options' default."""
+    case_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit per case in seconds; a case that reaches it is not scored."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _each_task_once(cls, tasks: list[str] | Literal["all"]) -> list[str] | Literal["all"]:
+        if tasks != "all":
+            twice = sorted({t for t in tasks if tasks.count(t) > 1})
+            if twice:
+                raise ValueError(f"task(s) listed more than once: {', '.join(twice)}")
+        return tasks
 
     def task_ids(self) -> list[str]:
         if self.tasks == "all":

@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
-from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
+from pos_agent.bench.case import (
+    AGENTS,
+    CaseBusyError,
+    CaseSpec,
+    RecordError,
+    run_case,
+)
+from pos_agent.bench.run_folder import RunFolderError, check_run_name, prepare_out
+from pos_agent.cli._common import (
+    CASE_TIMEOUT_HELP,
+    RETRIES_HELP,
+    TIMEOUT_HELP,
+    console,
+    model_options,
+    shown,
+)
 from pos_agent.cli.app import app
-from pos_agent.llm import ModelOptions
-
-console = Console(highlight=False, soft_wrap=True)
+from pos_agent.health.recovery import RecoveryMode
+from pos_agent.llm import CacheMode, ModelFailure, ModelOptions, parse_spec
+from pos_agent.trace import is_scored
 
 
 @app.command()
@@ -36,7 +50,7 @@ def run(
         str | None, typer.Option(help="Override the sentinel role's model.")
     ] = None,
     recovery: Annotated[
-        str,
+        RecoveryMode,
         typer.Option(
             help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
         ),
@@ -46,26 +60,27 @@ def run(
     ] = None,
     out: Annotated[Path, typer.Option(help="Folder that holds runs.")] = Path("runs"),
     run_name: Annotated[
-        str | None, typer.Option("--run", help="Run name (default: time, agent, env and task).")
+        str | None,
+        typer.Option("--run", help="Run name, a folder inside --out (default: the time)."),
     ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp).")
     ] = None,
-    cache: Annotated[
-        str, typer.Option(help="Response cache: off, read, write or readwrite.")
-    ] = "off",
+    cache: Annotated[CacheMode, typer.Option(help="Response cache.")] = "off",
+    timeout: Annotated[float | None, typer.Option(help=TIMEOUT_HELP, min=0.001)] = None,
+    max_retries: Annotated[int | None, typer.Option(help=RETRIES_HELP, min=0)] = None,
+    case_timeout: Annotated[float | None, typer.Option(help=CASE_TIMEOUT_HELP, min=0.001)] = None,
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
+
+    Exits 0 when the case was scored (success or failure), 1 when it ended unscored (a set-up,
+    harness or infrastructure error; the message says which), 130 after Ctrl-C.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
     """
     if agent not in AGENTS:
         raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
-    if recovery not in ("soft", "hard", "both"):
-        raise typer.BadParameter("choose soft, hard or both", param_hint="--recovery")
-    if cache not in ("off", "read", "write", "readwrite"):
-        raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
     overrides = {
         role: spec
         for role, spec in (
@@ -81,39 +96,64 @@ def run(
         agent=agent,
         model=model,
         role_models=overrides,
-        recovery=recovery,  # type: ignore[arg-type]
+        recovery=recovery,
         max_steps=max_steps,
         seed=seed,
     )
-    name = run_name or time.strftime("%Y%m%d-%H%M%S")
+    for name in sorted(set(spec.models().values())):
+        try:
+            parse_spec(name)
+        except ModelFailure as failure:
+            raise typer.BadParameter(failure.message, param_hint="--model") from None
+    try:
+        name = check_run_name(run_name or time.strftime("%Y%m%d-%H%M%S"))
+        prepare_out(out)
+    except RunFolderError as exc:
+        _fail(str(exc), 2)
     case_dir = out / name / spec.folder
-    options = ModelOptions(base_url=base_url, cache_mode=cache)
+    options = ModelOptions(
+        **model_options(base_url=base_url, cache=cache, timeout_s=timeout, max_retries=max_retries)
+    )
     models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
-    console.print(f"[bold]pos run[/] {env} {task}  agent={agent}  models: {models}")
-    console.print(f"trace: {case_dir / 'events.jsonl'}")
+    console.print(
+        f"[bold]pos run[/] {shown(env)} {shown(task)}  agent={shown(agent)}  models: {shown(models)}"
+    )
+    console.print(f"trace: {shown(case_dir / 'events.jsonl')}")
     started = time.monotonic()
     try:
         result = run_case(
-            spec, case_dir, run_name=name, load=default_loader(options), on_step=_show
+            spec,
+            case_dir,
+            run_name=name,
+            options=options,
+            on_step=_show,
+            time_limit_s=case_timeout,
         )
     except KeyboardInterrupt:
-        console.print(f"\n[yellow]Interrupted.[/] The partial trace and result are in {case_dir}")
+        console.print(
+            f"\n[yellow]Interrupted.[/] The partial trace and result are in {shown(case_dir)}"
+        )
         raise typer.Exit(130) from None
+    except CaseBusyError as exc:
+        _fail(f"{exc}; wait for the other pos command to finish, or choose another --run", 1)
+    except RecordError as exc:
+        _fail(f"{exc.strerror or exc}; free space or choose another --out", 1)
     elapsed = time.monotonic() - started
     colour = "green" if result.success else "red"
     tokens = sum(t.prompt_tokens + t.completion_tokens for t in result.tokens.values())
     console.print(
-        f"[{colour}]{result.status}[/]  steps {result.steps}/{result.max_steps}  score {result.score:g}  "
-        f"tokens {tokens}  trapped steps {result.trapped_steps}  recoveries {result.recoveries}  "
-        f"{elapsed:.1f}s"
+        f"[{colour}]{shown(result.status)}[/]  steps {result.steps}/{result.max_steps}  "
+        f"score {result.score:g}  tokens {tokens}  trapped steps {result.trapped_steps}  "
+        f"recoveries {result.recoveries}  {elapsed:.1f}s"
     )
     if result.error:
-        console.print(f"[red]error:[/] {result.error}")
-    console.print(f"result: {case_dir / 'result.json'}")
+        console.print(f"[red]error:[/] {shown(result.error)}")
+    console.print(f"result: {shown(case_dir / 'result.json')}")
     console.print(
-        f"events: {case_dir / 'events.jsonl'}  (one JSON object per line; field `event` names its kind)"
+        f"events: {shown(case_dir / 'events.jsonl')}  "
+        "(one JSON object per line; field `event` names its kind)"
     )
-    if result.status in ("error", "infra_error"):
+    if not is_scored(result.status):
         raise typer.Exit(1)
 
 
@@ -122,14 +162,19 @@ def _show(info: StepInfo) -> None:
     if info.health is not None:
         marks.append(f"H={info.health:.2f}")
     if info.trapped:
-        marks.append(f"[red]TRAPPED {info.pattern or 'no pattern'}[/]")
+        marks.append(f"[red]TRAPPED {shown(info.pattern or 'no pattern')}[/]")
     if info.recovery:
         marks.append("[yellow]recovery[/]")
     if info.degraded:
         marks.append("[magenta]degraded[/]")
     if info.success:
         marks.append("[green]success[/]")
-    line = f"step {info.step:>3}  {info.action[:48]:<48}  {' '.join(marks)}"
+    line = f"step {info.step:>3}  {shown(f'{info.action[:48]:<48}')}  {' '.join(marks)}"
     if info.tokens:
         line += f"  [dim]{info.tokens} tok[/]"
     console.print(line)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    console.print(f"[red]error:[/] {shown(message)}")
+    raise typer.Exit(code)

@@ -1,0 +1,198 @@
+"""Real `pos bench` processes, really killed: workers die with their parent, Ctrl-C stops a
+bench after recording what it played, and a full disk stops it without a torn record."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fake_openai import Behaviour, fake_openai
+from pos_agent.trace import read_events
+
+POS = str(Path(sys.executable).parent / "pos")
+TASKS = "[heat-mug, cool-apple, clean-cloth, examine-book, two-cds, put-keychain]"
+
+
+def write_suite(tmp_path: Path, max_steps: int) -> str:
+    path = tmp_path / "suite.yaml"
+    path.write_text(f"name: procs\nenv: alfworld-mini\ntasks: {TASKS}\nmax_steps: {max_steps}\n")
+    return str(path)
+
+
+def bench_command(suite: str, out: Path, url: str, workers: int) -> list[str]:
+    return [
+        POS, "bench", suite, "--agents", "raw", "--model", "openai:m", "--base-url", url,
+        "--workers", str(workers), "--out", str(out), "--run", "k",
+    ]  # fmt: skip
+
+
+def workers_of(pid: int) -> list[int]:
+    """Pool workers (multiprocessing spawn children) whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"spawn_main" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def steps_played(case: Path) -> int:
+    if not (case / "events.jsonl").is_file():
+        return 0
+    return max((e.get("step") or 0 for e in read_events(case) if e.get("event") == "observation"),
+               default=0)  # fmt: skip
+
+
+def test_kill_9_of_bench_kills_its_workers_and_resume_is_consistent(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    run_dir = out / "k"
+    with fake_openai(Behaviour(latency_s=0.05)) as (url, behaviour):
+        command = bench_command(write_suite(tmp_path, 12), out, url, workers=2)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(
+                lambda: len(list(run_dir.glob("*/result.json"))) >= 1
+                and any(steps_played(c) >= 2 for c in run_dir.glob("raw__*") if not (c / "result.json").exists()),
+                180,
+                "a finished case and one in progress",
+            )  # fmt: skip
+            pool = workers_of(process.pid)
+            assert len(pool) == 2, pool
+        finally:
+            process.kill()  # SIGKILL to `pos bench` alone, not to its process group
+            process.wait()
+        killed_at = time.monotonic()
+        wait_for(lambda: not any(alive(p) for p in pool), 5, "the workers to die")
+        time.sleep(1.0)
+        late = [t for t in behaviour.request_times if t > killed_at + 0.5]
+        assert not late, f"{len(late)} model call(s) after the kill: a worker outlived its parent"
+        finished_before = len(list(run_dir.glob("*/result.json")))
+        assert finished_before < 6, "the run finished before the kill; nothing was tested"
+        resumed = subprocess.run(
+            [*command, "--resume"], capture_output=True, text=True, timeout=600
+        )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    cases = sorted(run_dir.glob("raw__*"))
+    assert len(cases) == 6
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["methods"]["raw"]["cases"] == 6 and summary["finished"] == 6
+    successes = 0
+    for case in cases:
+        result = json.loads((case / "result.json").read_text())
+        events = list(read_events(case))
+        assert events[0]["event"] == "episode_start" and events[-1]["event"] == "episode_end"
+        assert events[-1]["status"] == result["status"], f"{case.name}: trace and result disagree"
+        assert steps_played(case) == result["steps"], f"{case.name}: trace and result disagree"
+        successes += result["success"]
+    assert summary["methods"]["raw"]["success"] == successes
+
+
+@pytest.mark.parametrize(
+    ("workers", "target"), [(2, "group"), (2, "parent"), (1, "group")], ids=str
+)
+def test_ctrl_c_stops_the_bench_records_steps_and_writes_the_summary(
+    tmp_path: Path, workers: int, target: str
+) -> None:
+    out = tmp_path / "runs"
+    run_dir = out / "k"
+    with fake_openai(Behaviour(latency_s=0.05)) as (url, behaviour):
+        command = bench_command(write_suite(tmp_path, 40), out, url, workers)
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its own process group, as a terminal gives a command
+        )
+        try:
+            wait_for(
+                lambda: sum(steps_played(c) >= 3 for c in run_dir.glob("raw__*")) >= workers,
+                180,
+                "cases in progress",
+            )
+            interrupted_at, wall_at = time.monotonic(), time.time()
+            if target == "group":
+                os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+            else:
+                os.kill(process.pid, signal.SIGINT)  # the parent alone: it must tell its workers
+            output, _ = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        time.sleep(0.5)
+        late = [t for t in behaviour.request_times if t > interrupted_at + 1.0]
+    assert process.returncode == 130, output
+    assert "Interrupted" in output and "--resume" in output
+    assert not late, f"{len(late)} model call(s) after Ctrl-C: a worker went on"
+    results = {c.name: json.loads((c / "result.json").read_text()) for c in run_dir.glob("raw__*")}
+    interrupted = [r for r in results.values() if r["status"] == "interrupted"]
+    assert interrupted, results
+    assert all(r["steps"] >= 3 for r in interrupted), "the steps played, not 0"
+    for case in run_dir.glob("raw__*"):
+        started = (case / ".lock").stat().st_mtime
+        assert started <= wall_at + 0.3, f"{case.name} started after Ctrl-C"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["methods"]["raw"]["statuses"].get("interrupted") == len(interrupted)
+    assert summary["finished"] == len(results), "summary.json agrees with the case folders"
+
+
+def test_a_full_disk_stops_the_bench_with_a_clear_message_and_no_torn_record(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "runs"
+    limit = 40_000  # bytes per file: the first trace outgrows it, as on a disk that fills up
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = f"bench {write_suite(tmp_path, 50)} --agents raw --model scripted --out {out} --run k"
+    done = subprocess.run(
+        [POS, *command.split()],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
+    text = done.stdout + done.stderr
+    assert done.returncode == 1, text
+    assert "File too large" in text and "--resume" in text and "Traceback" not in text
+    records = list((out / "k").rglob("result.json"))
+    for record in records:
+        json.loads(record.read_text())  # whole, or absent
+    assert not list((out / "k").rglob("*.tmp")), "no temporary file left behind"
+    stopped = [json.loads(r.read_text()) for r in records]
+    assert any(r["status"] == "infra_error" for r in stopped)
+    assert len(records) < 6, "the bench stopped instead of failing every case"

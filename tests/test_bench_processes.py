@@ -94,7 +94,12 @@ def test_kill_9_of_bench_kills_its_workers_and_resume_is_consistent(tmp_path: Pa
             process.kill()  # SIGKILL to `pos bench` alone, not to its process group
             process.wait()
         killed_at = time.monotonic()
-        wait_for(lambda: not any(alive(p) for p in pool), 5, "the workers to die")
+        try:
+            wait_for(lambda: not any(alive(p) for p in pool), 5, "the workers to die")
+        finally:
+            for pid in pool:  # a failing run must not leave orphans behind either
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
         time.sleep(1.0)
         late = [t for t in behaviour.request_times if t > killed_at + 0.5]
         assert not late, f"{len(late)} model call(s) after the kill: a worker outlived its parent"
@@ -173,26 +178,33 @@ def test_a_full_disk_stops_the_bench_with_a_clear_message_and_no_torn_record(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "runs"
-    limit = 40_000  # bytes per file: the first trace outgrows it, as on a disk that fills up
-
-    def small_disk() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    command = f"bench {write_suite(tmp_path, 50)} --agents raw --model scripted --out {out} --run k"
-    done = subprocess.run(
-        [POS, *command.split()],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=small_disk,
-    )
-    text = done.stdout + done.stderr
-    assert done.returncode == 1, text
-    assert "File too large" in text and "--resume" in text and "Traceback" not in text
-    records = list((out / "k").rglob("result.json"))
+    run_dir = out / "k"
+    with fake_openai(Behaviour(latency_s=0.05)) as (url, _):
+        command = bench_command(write_suite(tmp_path, 40), out, url, workers=1)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            wait_for(
+                lambda: any(steps_played(c) >= 2 for c in run_dir.glob("raw__*")),
+                180,
+                "a case in progress",
+            )
+            # The disk fills up mid-case: no file of this process may grow past its size now.
+            trace = max(run_dir.glob("raw__*/events.jsonl"), key=lambda p: p.stat().st_size)
+            limit = trace.stat().st_size + 4000
+            resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (limit, limit))
+            output, _ = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert process.returncode == 1, output
+    assert "File too large" in output and "--resume" in output and "Traceback" not in output
+    records = list(run_dir.rglob("result.json"))
     for record in records:
         json.loads(record.read_text())  # whole, or absent
-    assert not list((out / "k").rglob("*.tmp")), "no temporary file left behind"
-    stopped = [json.loads(r.read_text()) for r in records]
-    assert any(r["status"] == "infra_error" for r in stopped)
+    assert not list(run_dir.rglob("*.tmp")), "no temporary file left behind"
+    statuses = [json.loads(r.read_text())["status"] for r in records]
+    assert statuses.count("infra_error") == 1, statuses
     assert len(records) < 6, "the bench stopped instead of failing every case"

@@ -48,7 +48,14 @@ from pos_agent.bench.time_limit import CaseTimeout, wall_clock_limit, where_it_s
 from pos_agent.envs import EnvError, Environment, InfrastructureError, Observation, make_env
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model, ModelFailure, ModelOptions, TokenLedger, load_model
-from pos_agent.trace import CaseResult, RoleTokens, Status, TraceWriter, write_result
+from pos_agent.trace import (
+    CaseResult,
+    RoleTokens,
+    Status,
+    TraceWriter,
+    is_scored,
+    write_result,
+)
 
 AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
 MODEL_ROLES = ("policy", "belief", "sentinel")
@@ -233,7 +240,7 @@ def _play(
         if exc.errno not in _DISK_FULL:
             status, error = "harness_error", f"{type(exc).__name__}: {exc}"
         else:
-            status, error, disk_full = "infra_error", f"cannot write the trace: {exc}", exc
+            status, error, disk_full = "infra_error", f"the disk refused a write: {exc}", exc
     except Exception as exc:
         status, error = "harness_error", f"{type(exc).__name__}: {exc}"
         _emit_quietly(
@@ -245,6 +252,16 @@ def _play(
         )
     finally:
         played = episode if episode is not None else tally.episode()
+        success = played.success and status == "success"
+        try:
+            trace.emit("episode_end", played.steps, status=status, success=success, error=error)
+            trace.close()
+        except OSError as exc:
+            disk_full = disk_full or exc
+            with contextlib.suppress(OSError):
+                trace.close()
+            if is_scored(status):  # a score whose trace is cut short cannot be checked
+                status, error, success = "infra_error", f"the disk refused a write: {exc}", False
         result = CaseResult(
             run=run_name,
             case=spec.case_id,
@@ -254,7 +271,7 @@ def _play(
             agent=spec.agent,
             models=spec.models(),
             status=status,
-            success=played.success and status == "success",
+            success=success,
             score=played.score,
             steps=played.steps,
             max_steps=max_steps,
@@ -278,10 +295,6 @@ def _play(
             },
             **_provenance(spec, options),
         )
-        _emit_quietly(
-            trace, "episode_end", played.steps, status=status, success=result.success, error=error
-        )
-        trace.close()
         if owner_alive is None or owner_alive():
             try:
                 write_result(case_dir, result)
@@ -290,7 +303,9 @@ def _play(
                     exc.errno, f"cannot write the result of {spec.folder} in {case_dir}: {exc}"
                 ) from None
     if disk_full is not None:
-        raise RecordError(disk_full.errno, f"cannot write the trace in {case_dir}: {disk_full}")
+        raise RecordError(
+            disk_full.errno, f"the disk refused a write while playing {spec.folder}: {disk_full}"
+        )
     if interrupted:
         raise CaseInterrupted(result)
     return result

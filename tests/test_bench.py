@@ -150,3 +150,19 @@ def test_suite_method_settings_reach_the_case() -> None:
     cases = load_suite("rca-nezha").cases(["pos", "raw"], "local", limit=1)
     settings = {c.agent: c.global_audit_every for c in cases}
     assert settings == {"pos": 32, "raw": None}
+
+
+def test_bench_has_a_documented_public_surface() -> None:
+    import pos_agent.bench as bench
+
+    assert bench.__doc__ and "run_bench" in bench.__doc__
+    missing = [name for name in bench.__all__ if not hasattr(bench, name)]
+    assert not missing, missing
+    assert {
+        "CaseSpec",
+        "run_case",
+        "run_bench",
+        "BenchConfig",
+        "load_suite",
+        "write_report",
+    } <= set(bench.__all__)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +85,12 @@ def prepare_out(out: Path) -> None:
     except OSError as exc:
         raise RunFolderError(
             f"cannot create --out {out}: {exc.strerror or exc}; choose a folder you can write"
+        ) from None
+    try:
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as exc:
+        raise RunFolderError(
+            f"cannot write in --out {out}: {exc.strerror or exc}; choose a folder you can write"
         ) from None
 
 

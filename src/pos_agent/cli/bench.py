@@ -85,10 +85,10 @@ def bench(
 ) -> None:
     """Run SUITE for each method and write runs/<run>/<agent>__<case>/ records plus summary.json.
 
-    Before the first case, the cases, the run folder and (one small call each) the models are
-    checked; a broken set-up is refused, never scored. Only success and failure are scored:
-    set-up, harness and infrastructure errors and interrupted cases are listed, and --resume
-    reruns them. Exits 1 when no case was scored.
+    First the cases, the run folder and every model (one small call) are checked:
+    a broken set-up is refused, never scored.
+    Only success and failure are scored; other statuses are listed, and --resume reruns them.
+    Exits 1 when no case was scored.
 
     Example: pos bench alfworld-mini --agents pos,raw --model local --workers 2
     """

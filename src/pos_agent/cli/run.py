@@ -74,8 +74,8 @@ def run(
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
-    Exits 0 when the case was scored (success or failure), 1 when it ended unscored (a set-up,
-    harness or infrastructure error; the message says which), 130 after Ctrl-C.
+    Exit code: 0 when the case was scored (success or failure); 1 when it was not
+    (a set-up, harness or infrastructure error, named in the output); 130 after Ctrl-C.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
     """

@@ -395,3 +395,16 @@ def test_interrupted_result_records_the_steps_played(tmp_path: Path) -> None:
     assert result.status == "interrupted" and result.steps == 5, "used to say 0"
     written = read_result(tmp_path / "c")
     assert written is not None and written.steps == 5
+
+
+def test_task_descriptions_from_data_files_are_listed_as_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pos_agent.cli.envs as envs_cli
+    from pos_agent.envs import TaskSpec
+
+    odd = TaskSpec("alfworld-mini", "t1", "Pick", "test", "call GET [/api/cart] then [/]")
+    monkeypatch.setattr(envs_cli, "list_tasks", lambda _env, _split: [odd])
+    done = CliRunner().invoke(app, ["envs", "alfworld-mini"], terminal_width=200)
+    assert done.exit_code == 0, done.output
+    assert "[/api/cart] then [/]" in done.output

@@ -162,14 +162,22 @@ def run_case(
         case_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(case_dir / ".lock").acquire()
     except LockHeld as held:
-        raise CaseBusyError(f"case folder {case_dir} is being written by another process") from (
-            held
-        )
+        message = f"case folder {case_dir} is being written by another process"
+        raise CaseBusyError(message) from held
     except OSError as exc:
         raise RecordError(exc.errno, f"cannot write the case folder {case_dir}: {exc}") from None
     try:
-        return _play(spec, case_dir, run_name, options, load, on_step, pos_config,
-                     time_limit_s, owner_alive)  # fmt: skip
+        return _play(
+            spec,
+            case_dir,
+            run_name,
+            options,
+            load,
+            on_step,
+            pos_config,
+            time_limit_s,
+            owner_alive,
+        )
     finally:
         lock.release()
 
@@ -236,20 +244,18 @@ def _play(
         status, error = "config_error", str(exc)
     except ModelFailure as exc:  # a model that cannot be loaded, or a rejected set-up
         status, error = _model_status(exc), f"model: {exc}"
-    except OSError as exc:
-        if exc.errno not in _DISK_FULL:
-            status, error = "harness_error", f"{type(exc).__name__}: {exc}"
-        else:
-            status, error, disk_full = "infra_error", f"the disk refused a write: {exc}", exc
     except Exception as exc:
-        status, error = "harness_error", f"{type(exc).__name__}: {exc}"
-        _emit_quietly(
-            trace,
-            "degraded",
-            tally.steps,
-            role="harness",
-            traceback=traceback.format_exc(limit=8),
-        )
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            status, error, disk_full = "infra_error", f"the disk refused a write: {exc}", exc
+        else:
+            status, error = "harness_error", f"{type(exc).__name__}: {exc}"
+            _emit_quietly(
+                trace,
+                "degraded",
+                tally.steps,
+                role="harness",
+                traceback=traceback.format_exc(limit=8),
+            )
     finally:
         played = episode if episode is not None else tally.episode()
         success = played.success and status == "success"

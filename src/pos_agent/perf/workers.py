@@ -80,11 +80,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model", default="fixed", help="fixed (loopback server, --latency) or a model spec"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads per worker (default: the cores split between the workers)",
+    )
     args = parser.parse_args(argv)
     server, base_url = serve(args.latency)
     fixed = args.model == "fixed"
     model = "openai:fixed" if fixed else args.model
-    options = {"base_url": base_url, "api_key": "perf-local", "max_retries": 0} if fixed else {}
+    options: dict[str, object] = (
+        {"base_url": base_url, "api_key": "perf-local", "max_retries": 0} if fixed else {}
+    )
+    if args.threads:
+        options["n_threads"] = args.threads
     suite = load_suite("alfworld-mini")
     tasks = suite.task_ids()
     rows = []
@@ -113,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     where = f"model latency {args.latency:.2f}s (loopback server)" if fixed else f"model {model}"
     print(
         f"Episodes per minute: {args.cases} alfworld-mini episodes x {args.steps} steps, "
-        f"agent {args.agent}, {where}, {available_cores()} cores"
+        f"agent {args.agent}, {where}, {available_cores()} cores, "
+        f"llama.cpp threads per worker: {args.threads or 'cores / workers'}"
     )
     print(
         f"{'workers':>8} {'episodes':>9} {'seconds':>8} {'ep/min':>8} {'speed-up':>9} {'errors':>7}"

@@ -75,6 +75,7 @@ def steps_played(case: Path) -> int:
                default=0)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_kill_9_of_bench_kills_its_workers_and_resume_is_consistent(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     run_dir = out / "k"
@@ -124,6 +125,7 @@ def test_kill_9_of_bench_kills_its_workers_and_resume_is_consistent(tmp_path: Pa
     assert summary["methods"]["raw"]["success"] == successes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("workers", "target"), [(2, "group"), (2, "parent"), (1, "group")], ids=str
 )

@@ -89,6 +89,7 @@ def test_without_preflight_config_errors_are_unscored_and_resume_reruns_them(
         broken = invoke(*args, "--no-preflight")
         assert broken.exit_code == 1, broken.output
         assert "no case produced a scored result" in broken.output
+        assert "1 config_error: the set-up is broken" in broken.output
         first = read_result(tmp_path / "runs" / "r" / "raw__alfworld-mini__heat-mug")
         assert first is not None and first.status == "config_error"
         behaviour.status = 200  # the user fixed the key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -31,7 +32,7 @@ from pos_agent.cli._common import (
 )
 from pos_agent.cli.app import app
 from pos_agent.llm import CacheMode
-from pos_agent.trace import CaseResult, is_scored
+from pos_agent.trace import STATUS_MEANINGS, CaseResult, is_scored
 
 
 @app.command()
@@ -194,12 +195,14 @@ def bench(
                 f"--run {shown(name)} --resume"
             )
             raise typer.Exit(130) from None
-    unscored = [r for r in results if not is_scored(r.status)]
+    unscored = Counter(r.status for r in results if not is_scored(r.status))
     console.print(
         f"done: {len(results)} cases; summary {shown(run_dir / 'summary.json')}"
-        + (f"; {len(unscored)} not scored (--resume reruns them)" if unscored else "")
+        + (f"; {sum(unscored.values())} not scored (--resume reruns them):" if unscored else "")
     )
-    if len(unscored) == len(results):
+    for status, count in sorted(unscored.items()):
+        console.print(f"  {count} {shown(status)}: {shown(STATUS_MEANINGS.get(status, ''))}")
+    if sum(unscored.values()) == len(results):
         console.print("[red]error:[/] no case produced a scored result; see the errors above")
         raise typer.Exit(1)
     console.print(f"report: pos report {shown(run_dir)}")

@@ -34,7 +34,7 @@ def test_the_case_setting_reaches_the_agent_and_is_recorded(
 def test_an_unknown_health_mode_ends_the_case_with_a_clear_error(tmp_path: Path) -> None:
     spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="pos", max_steps=2, health="smart")
     result = run_case(spec, tmp_path, run_name="h", load=lambda _s, _r: Script().model())
-    assert result.status == "error" and "unknown health 'smart'" in (result.error or "")
+    assert result.status == "config_error" and "unknown health 'smart'" in (result.error or "")
 
 
 def test_baselines_record_no_health_mode(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_the_cli_refuses_an_unknown_health_mode(command: list[str]) -> None:
 
     result = CliRunner().invoke(app, [*command, "--health", "smart"])
     assert result.exit_code != 0
-    assert "paper or improved" in result.output
+    assert "smart" in result.output and "paper" in result.output and "improved" in result.output
 
 
 def test_the_cli_help_explains_the_choice() -> None:
@@ -63,10 +63,10 @@ def test_the_cli_help_explains_the_choice() -> None:
 
 
 def test_pos_run_records_the_mode_in_the_result(tmp_path: Path, monkeypatch: Any) -> None:
+    from pos_agent.bench import case as case_module
     from pos_agent.cli import app
-    from pos_agent.cli import run as run_module
 
-    monkeypatch.setattr(run_module, "default_loader", lambda options: lambda s, r: Script().model())
+    monkeypatch.setattr(case_module, "default_loader", lambda options: lambda s, r: Script().model())
     result = CliRunner().invoke(
         app,
         [

@@ -19,6 +19,9 @@ methods:               # settings per method; methods not listed use the default
   pos: {recovery: soft}
 env_options: {}        # extra keyword arguments for make_env
 env_model: null        # environments with model roles (clindiag): SPEC, or {ROLE: SPEC}
+timeout_s: 120         # optional: deadline of one model request (CLI --timeout wins)
+max_retries: 4         # optional: retries of a failed model request (CLI --max-retries wins)
+case_timeout_s: 3600   # optional: wall-clock limit per case, unscored when hit (--case-timeout)
 ```
 
 `pos bench` options (`--generation-tokens`, `--profile`, `--bound`, `--context-window`) override
@@ -39,6 +42,7 @@ from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
 from pos_agent.envs._registry import env_model_roles
 from pos_agent.envs._types import EnvError
+from pos_agent.health.recovery import RecoveryMode
 
 
 def _no_seed() -> list[int | None]:
@@ -49,7 +53,7 @@ class MethodSettings(BaseModel):
     """Per-method settings a suite may fix."""
 
     model_config = ConfigDict(extra="forbid")
-    recovery: Literal["soft", "hard", "both"] = "soft"
+    recovery: RecoveryMode = "soft"
     """Recovery mode of PoS variants."""
     global_audit_every: int | None = Field(default=None, ge=0)
     """Steps between global audits of PoS variants (paper Table 8: 8; 32 on LOCA-Bench only)."""
@@ -123,6 +127,22 @@ class Suite(BaseModel):
     def _known_bounds(cls, value: dict[str, int | None]) -> dict[str, int | None]:
         SchemaBounds().merged(value)  # raises ValueError naming an unknown or bad bound
         return value
+
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request in seconds; None keeps the model options' default."""
+    max_retries: int | None = Field(default=None, ge=0)
+    """Retries of a failed model request; None keeps the model options' default."""
+    case_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit per case in seconds; a case that reaches it is not scored."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _each_task_once(cls, tasks: list[str] | Literal["all"]) -> list[str] | Literal["all"]:
+        if tasks != "all":
+            twice = sorted({t for t in tasks if tasks.count(t) > 1})
+            if twice:
+                raise ValueError(f"task(s) listed more than once: {', '.join(twice)}")
+        return tasks
 
     def task_ids(self) -> list[str]:
         if self.tasks == "all":

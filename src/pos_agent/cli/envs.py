@@ -92,7 +92,9 @@ def envs_command(
             )
             continue
         for spec in specs:
-            table.add_row(spec.env, spec.split, spec.task_id, spec.category, spec.description)
+            # Task ids and descriptions come from data files: shown as text, never as markup.
+            cells = (spec.env, spec.split, spec.task_id, spec.category, spec.description)
+            table.add_row(*(Text(str(cell)) for cell in cells))
     console.print(table)
     for problem in problems:
         console.print(Text(problem, style="yellow"))

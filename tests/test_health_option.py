@@ -66,7 +66,9 @@ def test_pos_run_records_the_mode_in_the_result(tmp_path: Path, monkeypatch: Any
     from pos_agent.bench import case as case_module
     from pos_agent.cli import app
 
-    monkeypatch.setattr(case_module, "default_loader", lambda options: lambda s, r: Script().model())
+    monkeypatch.setattr(
+        case_module, "default_loader", lambda options: lambda s, r: Script().model()
+    )
     result = CliRunner().invoke(
         app,
         [

@@ -102,6 +102,22 @@ class RoleBudgets:
 
 
 @dataclass(frozen=True)
+class AuditClips:
+    """How much of past observations the sentinel reads (characters; None: whole). The belief
+    model and the policy always see each new observation whole."""
+
+    transitions: int = 4
+    """Transitions the local audit sees (paper Table 8: the last 4)."""
+    audit_observation_chars: int | None = None
+    """Each observation in the local audit's and the progress judge's transitions."""
+    global_observation_chars: int | None = 400
+    """Each observation in the global audit's compact trajectory (DESIGN §3: "a compact
+    trajectory"; the paper gives no length, 400 characters is our choice)."""
+    evidence_chars: int | None = None
+    """Each cited observation shown to the belief model with the findings."""
+
+
+@dataclass(frozen=True)
 class Profile:
     """What a class of model gets: fixed budgets (or the suite's) and schema bounds."""
 
@@ -112,6 +128,8 @@ class Profile:
     render_entities: int | None = None
     """Entities of the belief rendered into a prompt (the active gap's first, the rest counted);
     None renders the whole belief."""
+    clips: AuditClips = AuditClips()
+    """What the sentinel reads of past observations."""
 
 
 # Sized for SmolLM2-135M under llama.cpp's grammar: an answer near its bounds still closes its
@@ -134,6 +152,8 @@ COMPACT = Profile(
     ),
     RoleBudgets(policy=128, belief=768, sentinel=512),
     render_entities=40,
+    # An 8K context holds the audit prompt only with short observations.
+    clips=AuditClips(audit_observation_chars=400, global_observation_chars=120, evidence_chars=600),
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}
@@ -153,6 +173,8 @@ class RoleLimits:
     bounds: SchemaBounds
     render_entities: int | None = None
     """Entities of the belief this role's prompts show (None: all)."""
+    clips: AuditClips = AuditClips()
+    """What this role reads of past observations (used by the sentinel)."""
 
 
 def role_limits(
@@ -168,7 +190,11 @@ def role_limits(
     chosen = PROFILES[profile or profile_for_model(model)]
     tokens = getattr(chosen.budgets, role) if chosen.budgets else generation_tokens
     return RoleLimits(
-        chosen.name, tokens, chosen.bounds.merged(bounds or {}), chosen.render_entities
+        chosen.name,
+        tokens,
+        chosen.bounds.merged(bounds or {}),
+        chosen.render_entities,
+        chosen.clips,
     )
 
 

@@ -505,7 +505,7 @@ def _build_agent(
         global_audit_every=config.global_audit_every,
         recovery=config.recovery,
         health=config.health.diagnosis,
-        clips=asdict(config.clips),
+        clips=asdict(config.clips or limits.sentinel.clips),
         policy_observation_chars=config.policy_observation_chars,
     )
     agent = PosAgent(

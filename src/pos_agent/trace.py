@@ -3,7 +3,7 @@
 One schema (`pos_agent.events`), written by the runner and read by the viewer and the reports.
 Events are appended and flushed one line at a time, so an interrupted or killed run leaves a
 readable prefix; the result file is written to a temporary file and renamed into place, so it is
-either absent or whole. Nothing here ever writes an API key: payloads pass through `redact` first.
+either absent or whole. Nothing here ever writes an API key: payloads pass through `redact_record` first.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -22,6 +21,7 @@ from typing import IO, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from pos_agent.events import EVENT_KINDS, TRACE_VERSION, Event, TraceLines, parse_lines
+from pos_agent.llm._secrets import REDACTED, mask_key_like
 
 __all__ = [
     "EVENT_KINDS",
@@ -39,7 +39,7 @@ __all__ = [
     "read_events",
     "read_result",
     "read_trace",
-    "redact",
+    "redact_record",
     "write_json_atomic",
     "write_result",
 ]
@@ -78,30 +78,27 @@ def is_scored(status: str) -> bool:
     return status in SCORED_STATUSES
 
 
-# Anything that looks like a bearer token or API key is masked before it reaches a file.
-_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
-
-
-def redact(value: Any) -> Any:
+def redact_record(value: Any) -> Any:
     """A JSON-safe copy of `value` with key-like strings masked and non-finite floats named."""
     if isinstance(value, str):
-        return _SECRET.sub("[redacted]", value)
+        return mask_key_like(value)
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
     if isinstance(value, Mapping):
         return {
-            str(k): "[redacted]" if _is_secret_key(str(k)) else redact(v) for k, v in value.items()
+            str(k): REDACTED if _is_secret_key(str(k)) else redact_record(v)
+            for k, v in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
-        return [redact(v) for v in value]
+        return [redact_record(v) for v in value]
     if isinstance(value, BaseModel):
-        return redact(value.model_dump(mode="json"))
+        return redact_record(value.model_dump(mode="json"))
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
-        return redact(to_dict())
-    return redact(repr(value))
+        return redact_record(to_dict())
+    return redact_record(repr(value))
 
 
 def _is_secret_key(key: str) -> bool:
@@ -127,7 +124,7 @@ class TraceWriter:
         record = event.model_dump(mode="json")
         record["v"] = TRACE_VERSION
         record["t"] = round(time.monotonic() - self._started, 4)
-        self._file.write(json.dumps(redact(record), ensure_ascii=False) + "\n")
+        self._file.write(json.dumps(redact_record(record), ensure_ascii=False) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -226,7 +223,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
         # mkstemp creates 0600; record files get the mode `open` gives traces (0644 by default).
         os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(redact(data), handle, indent=2, ensure_ascii=False)
+            json.dump(redact_record(data), handle, indent=2, ensure_ascii=False)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())

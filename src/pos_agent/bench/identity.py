@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pos_agent.llm import ModelOptions
-from pos_agent.trace import redact
+from pos_agent.trace import redact_record
 
 # Options that change how a result is obtained, not what it is. Everything else in
 # ModelOptions (base URL, seed, context size, repair turns, schema-in-prompt, and any field added
@@ -53,7 +53,7 @@ def spec_settings(spec: Any) -> dict[str, Any]:
     """Every field of a case spec (a dataclass), JSON-ready; the `model` and `role_models`
     fields become `models`, the model each role really uses (none for the expert), so that
     only a model the case calls is part of its identity."""
-    data = dict(redact(dataclasses.asdict(spec)))
+    data = dict(redact_record(dataclasses.asdict(spec)))
     if callable(getattr(spec, "models", None)):
         data.pop("model", None)
         data.pop("role_models", None)

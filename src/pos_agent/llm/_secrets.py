@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -52,6 +53,16 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
             found += [password, unquote(password)]
     found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
     return tuple(dict.fromkeys(s for s in found if s))
+
+
+# Anything that looks like a bearer token or API key, whoever's it is.
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+
+
+def mask_key_like(text: str) -> str:
+    """`text` with every key-like string (sk-..., Bearer ...) masked: for records written to
+    files, where a key the process does not know must not land either."""
+    return _KEY_LIKE.sub(REDACTED, text)
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

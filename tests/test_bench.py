@@ -230,6 +230,12 @@ def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:
         "max_tokens": 128,
         "bounds": {**result.settings["policy"]["bounds"], "thought_chars": 30},
         "render_entities": 40,
+        "clips": {
+            "transitions": 4,
+            "audit_observation_chars": 400,
+            "global_observation_chars": 120,
+            "evidence_chars": 600,
+        },
     }
     assert (
         result.settings["generation_tokens"] == 1024 and result.settings["context_window"] == 4096

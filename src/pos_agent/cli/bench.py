@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -33,9 +33,11 @@ from pos_agent.cli.app import app
 from pos_agent.cli.run import (
     BOUND_HELP,
     CONTEXT_HELP,
+    EMBED_HELP,
     GENERATION_HELP,
     PROFILE_HELP,
     checked_bounds,
+    checked_embed_model,
     checked_profile,
 )
 from pos_agent.trace import CaseResult
@@ -50,7 +52,11 @@ def bench(
         typer.Argument(help="Built-in suite name (see --list) or the path of a suite YAML file."),
     ] = "alfworld-mini",
     agents: Annotated[
-        str, typer.Option(help=f"Comma-separated methods: {', '.join(AGENTS)}.")
+        str,
+        typer.Option(
+            help=f"Comma-separated methods: {', '.join(AGENTS)} (the paper's six: "
+            "raw,acon,pace,hiagent,lh_harness,pos)."
+        ),
     ] = "pos,raw",
     model: Annotated[
         str, typer.Option(help="Model spec for every role (local, openai:MODEL, ...).")
@@ -90,6 +96,7 @@ def bench(
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
     context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
+    embed_model: Annotated[str, typer.Option(help=EMBED_HELP)] = "tfidf",
 ) -> None:
     """Run SUITE for each method and write runs/<run>/<agent>__<case>/ records plus summary.json.
 
@@ -121,6 +128,7 @@ def bench(
         if value is not None
     }
     bounds = checked_bounds(bound)
+    embed = checked_embed_model(embed_model)
     try:
         requested = parse_env_models(env_model)
     except ValueError as exc:
@@ -131,6 +139,7 @@ def bench(
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = loaded.cases(methods, model, limit, env_models=requested)
+        specs = [replace(s, embed_model=embed) for s in specs]
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

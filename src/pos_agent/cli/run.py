@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from pos_agent.agents.base import StepInfo
+from pos_agent.agents.context.embeddings import check_embed_spec
 from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
 from pos_agent.bench.case import AGENTS, CaseSpec, default_loader, run_case
 from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
@@ -31,6 +32,18 @@ BOUND_HELP = (
     "thought_chars, action_chars, tool_arg_chars, name_chars, text_chars, patch_ops, init_ops, "
     "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
 )
+EMBED_HELP = (
+    "PACE's relevance scorer: tfidf (offline lexical TF-IDF cosine, no key; the default), or an "
+    "OpenAI-compatible embeddings endpoint: openai:MODEL (OPENAI_API_KEY; OPENAI_BASE_URL for "
+    "another server) or dashscope:text-embedding-v4 (DASHSCOPE_API_KEY; the paper's). Each "
+    "result records which scorer ran."
+)
+AGENT_HELP = (
+    "Method: raw (the whole trajectory), the paper's baselines acon (history compression), pace "
+    "(per-step granularity, glimpse), hiagent (subgoal-folded memory, retrieve) and lh_harness "
+    "(manager/executor/auditor rounds), pos and its ablations no_consistency, no_trapping, "
+    "generic_recovery; or expert (the environment's planner)."
+)
 CONTEXT_HELP = (
     "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
     "beyond it. Default: n_ctx for local models; never cut for a server."
@@ -41,6 +54,13 @@ def checked_profile(profile: str | None) -> str | None:
     if profile is not None and profile not in PROFILE_NAMES:
         raise typer.BadParameter(f"choose {' or '.join(PROFILE_NAMES)}", param_hint="--profile")
     return profile
+
+
+def checked_embed_model(spec: str) -> str:
+    try:
+        return check_embed_spec(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--embed-model") from None
 
 
 def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
@@ -57,7 +77,7 @@ console = Console(highlight=False, soft_wrap=True)
 def run(
     env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")],
     task: Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")],
-    agent: Annotated[str, typer.Option(help=f"Method: {', '.join(AGENTS)}.")] = "pos",
+    agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "pos",
     model: Annotated[
         str,
         typer.Option(help="Model for every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL."),
@@ -107,10 +127,14 @@ def run(
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
     context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
+    embed_model: Annotated[str, typer.Option(help=EMBED_HELP)] = "tfidf",
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
+
+    The baselines run with their benchmark's default parameters (agents/context/settings.py,
+    the same as the built-in suites'); `pos bench` with a suite YAML sets others.
 
     Budgets and schema bounds follow the model: the embedded `local` model runs on the compact
     profile, any other model on the paper's settings (--profile, --generation-tokens, --bound).
@@ -123,6 +147,7 @@ def run(
         raise typer.BadParameter("choose off, read, write or readwrite", param_hint="--cache")
     bounds = checked_bounds(bound)
     profile = checked_profile(profile)
+    embed = checked_embed_model(embed_model)
     overrides = {
         role: spec
         for role, spec in (
@@ -151,6 +176,7 @@ def run(
         profile=profile,  # type: ignore[arg-type]
         bounds=bounds,
         context_window=context_window,
+        embed_model=embed,
     )
     name = run_name or time.strftime("%Y%m%d-%H%M%S")
     case_dir = out / name / spec.folder

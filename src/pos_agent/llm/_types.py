@@ -12,8 +12,22 @@ Role = Literal["system", "user", "assistant"]
 FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
-# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper).
-ROLES: tuple[str, ...] = ("policy", "belief", "sentinel", "provider", "judge")
+# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):
+# the PoS roles, the diagnosis environments' own roles, and the internal roles of the paper's
+# context-management baselines (`pos_agent.agents.context.INTERNAL_ROLES`).
+ROLES: tuple[str, ...] = (
+    "policy",
+    "belief",
+    "sentinel",
+    "provider",
+    "judge",
+    "compressor",
+    "summarizer",
+    "embedder",
+    "manager",
+    "executor",
+    "auditor",
+)
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 

@@ -8,8 +8,11 @@ override any of them (phase 2: suite YAML). Nothing here is sized for the embedd
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 Family = Literal[
     "alfworld", "scienceworld", "textworld-express", "clindiag", "rca", "loca", "other"
@@ -235,3 +238,46 @@ def baseline_settings(env_name: str) -> BaselineSettings:
         acon=acon_settings(family),
         long_horizon=long_horizon_settings(family),
     )
+
+
+# Where each method's parameters live in `BaselineSettings`, and their type, by method name.
+SETTINGS_FIELD: dict[str, tuple[str, type[Any]]] = {
+    "acon": ("acon", AconSettings),
+    "pace": ("pace", PaceSettings),
+    "hiagent": ("hiagent", HiAgentSettings),
+    "lh_harness": ("long_horizon", LongHorizonSettings),
+}
+
+
+def option_names(method: str) -> tuple[str, ...]:
+    """The parameters a suite may set for `method` (none for methods that are not baselines)."""
+    if method not in SETTINGS_FIELD:
+        return ()
+    return tuple(f.name for f in fields(SETTINGS_FIELD[method][1]))
+
+
+def with_options(
+    settings: BaselineSettings, method: str, options: Mapping[str, Any]
+) -> BaselineSettings:
+    """`settings` with some of `method`'s parameters replaced (from a suite's `methods:`);
+    ValueError says which name or value is wrong and what is allowed."""
+    if not options:
+        return settings
+    if method not in SETTINGS_FIELD:
+        raise ValueError(f"{method} has no baseline parameters; got {', '.join(sorted(options))}")
+    attr, _ = SETTINGS_FIELD[method]
+    current = getattr(settings, attr)
+    known = [f.name for f in fields(current)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown {method} parameter(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    try:
+        updated = TypeAdapter(type(current)).validate_python({**asdict(current), **options})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or method}: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(f"{method} parameters: {problems}") from None
+    return replace(settings, **{attr: updated})

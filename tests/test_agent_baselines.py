@@ -227,6 +227,7 @@ def test_acon_compresses_in_the_harness_and_the_prompt_keeps_the_last_three_turn
     (first, *_) = compressions = [e for e in events if isinstance(e, CompressionEvent)]
     assert (first.first_folded, first.summary) == (1, "### REASONING\nwalked around")
     assert calls_by_role(ledger)["compressor"] == len(compressions) >= 1
+    assert first.step is not None
     after = prompts[first.step]
     assert after.count("<HISTORY_SUMMARY>") == 1 and "walked around" in after
     assert after.count("[step ") == 3, "exactly the last three turns verbatim"

@@ -178,12 +178,14 @@ class ContextAgent:
 
     def _decide(self, method: ContextMethod, ask: _Ask) -> tuple[BaseModel | None, list[Lookup]]:
         """The step's answer, after the lookups the policy made (each traced)."""
+        answers: list[BaseModel | None] = []
 
-        def policy(done: Sequence[Lookup]) -> BaseModel | None:
-            return self._policy(method, ask, done)
+        def policy(done: Sequence[Lookup]) -> str | None:
+            answers.append(self._policy(method, ask, done))
+            return action_text(answers[-1])
 
-        def resolve(answer: BaseModel) -> Lookup | None:
-            request, real = split_lookups(action_text(answer))
+        def resolve(text: str) -> Lookup | None:
+            request, real = split_lookups(text)
             if request is None or real is not None:
                 return None
             lookup = method.lookup(request)
@@ -199,7 +201,8 @@ class ContextAgent:
                 )
             return lookup
 
-        return decide_with_lookups(policy, resolve, method.max_lookups)
+        action, lookups = decide_with_lookups(policy, resolve, method.max_lookups)
+        return (answers[-1] if action is not None else None), lookups
 
     def _policy(
         self, method: ContextMethod, ask: _Ask, lookups: Sequence[Lookup]

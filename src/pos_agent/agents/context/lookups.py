@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from pos_agent.agents.context.hiagent import SubgoalMemory, parse_retrieve
 from pos_agent.agents.context.pace import PaceMemory, parse_glimpse
 
-AnswerT = TypeVar("AnswerT")
 GLIMPSE = "glimpse"
 RETRIEVE = "retrieve"
 LOOKUP_TOOLS = frozenset({GLIMPSE, RETRIEVE})
@@ -41,14 +40,12 @@ Resolve = Callable[[str], Lookup | None]
 
 
 def decide_with_lookups(
-    ask: Callable[[Sequence[Lookup]], AnswerT | None],
-    resolve: Callable[[AnswerT], Lookup | None],
-    max_lookups: int,
-) -> tuple[AnswerT | None, list[Lookup]]:
-    """The step's action answer (None when the policy gave none, or only lookups past the cap)
-    and the lookups made on the way. `ask` gets the lookups made so far in the step; `resolve`
-    does the lookup an answer asks for, or says None for a real action. The policy is asked at
-    most `max_lookups + 1` times."""
+    ask: Callable[[Sequence[Lookup]], str | None], resolve: Resolve, max_lookups: int
+) -> tuple[str | None, list[Lookup]]:
+    """The step's action (None when the policy gave none, or only lookups past the cap) and the
+    lookups made on the way. `ask` gets the lookups made so far in the step and answers with
+    text; `resolve` does the lookup an answer asks for, or says None for a real action. The
+    policy is asked at most `max_lookups + 1` times."""
     lookups: list[Lookup] = []
     for _ in range(max_lookups + 1):
         answer = ask(lookups)

@@ -114,16 +114,19 @@ def test_methods_side_by_side_in_the_papers_order_with_models_when_several() -> 
         case("no_trapping", model="local"),
     ]
     data = aggregate(cases)
+    # Paper Table 1: Raw, ACON, PACE, HiAgent, LongHorizon-Harness, PoS, then the ablations.
     assert data.methods == [
+        "raw · local",
         "pos · local",
         "pos · openai:gpt-4o",
         "no_trapping · local",
-        "raw · local",
         "expert",
     ]
     success = table(build_tables(data), "success")
     assert success.columns == ["benchmark", *data.methods]
-    assert aggregate([case("pos"), case("raw")]).methods == ["pos", "raw"], "one model: no suffix"
+    assert aggregate([case("pos"), case("raw")]).methods == ["raw", "pos"], "one model: no suffix"
+    six = [case(m) for m in ("pos", "lh_harness", "hiagent", "pace", "acon", "raw")]
+    assert aggregate(six).methods == ["raw", "acon", "pace", "hiagent", "lh_harness", "pos"]
 
 
 def test_split_runs_makes_each_run_its_own_method() -> None:
@@ -141,8 +144,9 @@ def test_success_per_benchmark_and_per_category() -> None:
     tables = build_tables(aggregate(cases))
     success = table(tables, "success")
     assert [row[0] for row in success.rows] == ["alfworld-mini", "scienceworld", "all"]
-    assert success.rows[0][1:] == [Rate(1, 2), Rate(0, 0)]
-    assert success.rows[2][1:] == [Rate(2, 3), Rate(0, 1)]
+    assert success.columns[1:] == ["raw", "pos"]
+    assert success.rows[0][1:] == [Rate(0, 0), Rate(1, 2)]
+    assert success.rows[2][1:] == [Rate(0, 1), Rate(2, 3)]
     categories = table(tables, "success_by_category")
     assert [row[:2] for row in categories.rows] == [
         ["alfworld-mini", "Pick"],
@@ -171,8 +175,8 @@ def test_tokens_are_mean_per_episode_per_role() -> None:
         "sentinel completion",
         "total",
     ]
-    assert tokens.rows[0] == ["pos", 2, 150.0, 15.0, 200.0, 20.0, 100.0, 10.0, 495.0]
-    assert tokens.rows[1] == ["raw", 1, 1000.0, 40.0, None, None, None, None, 1040.0]
+    assert tokens.rows[0] == ["raw", 1, 1000.0, 40.0, None, None, None, None, 1040.0]
+    assert tokens.rows[1] == ["pos", 2, 150.0, 15.0, 200.0, 20.0, 100.0, 10.0, 495.0]
 
 
 def test_trapping_incidence_and_pattern_distribution() -> None:
@@ -184,14 +188,14 @@ def test_trapping_incidence_and_pattern_distribution() -> None:
         case("raw"),
     ]
     trapping = table(build_tables(aggregate(cases)), "trapping")
-    pos = dict(zip(trapping.columns, trapping.rows[0], strict=True))
+    pos = dict(zip(trapping.columns, trapping.rows[1], strict=True))
     assert pos["trapped episodes"] == Rate(2, 4)
     assert pos["trapped steps/episode"] == 1.0
     assert pos["static share"] == Rate(2, 4) and pos["cycle share"] == Rate(1, 4)
     assert pos["drift share"] == Rate(1, 4) and pos["none share"] == Rate(0, 4)
     assert pos["success if trapped"] == Rate(1, 2)
     assert pos["success if not trapped"] == Rate(2, 2)
-    raw = dict(zip(trapping.columns, trapping.rows[1], strict=True))
+    raw = dict(zip(trapping.columns, trapping.rows[0], strict=True))
     assert raw["trapped episodes"] == "n/a", "raw runs no health check: not 0%"
 
 
@@ -205,8 +209,8 @@ def test_success_against_context_length_when_the_suite_varies_it() -> None:
         case(extra={}),  # no value: left out of this table only
     ]
     context = table(build_tables(aggregate(cases)), "context_length")
-    assert context.columns == ["context_length", "pos", "raw"]
-    assert context.rows == [["2000", Rate(1, 2), Rate(0, 0)], ["8000", Rate(1, 1), Rate(0, 1)]]
+    assert context.columns == ["context_length", "raw", "pos"]
+    assert context.rows == [["2000", Rate(0, 0), Rate(1, 2)], ["8000", Rate(0, 1), Rate(1, 1)]]
     nested = aggregate([case(extra={"suite": {"tokens": 4}})], context_field="suite.tokens")
     assert nested.by_context["pos"] == {4.0: Rate(1, 1)}
     assert context_value({"context_length": "long"}, "context_length") == "long"
@@ -222,7 +226,7 @@ def test_extra_metrics_are_averaged_per_method_without_new_code() -> None:
     ]
     metrics = table(build_tables(aggregate(cases)), "metrics")
     assert metrics.columns == ["method", "benchmark", "episodes", "FT", "Joint", "RCL"]
-    assert metrics.rows == [["pos", "rca", 2, 1.0, 0.5, 0.5], ["raw", "rca", 1, 0.0, None, 0.5]]
+    assert metrics.rows == [["raw", "rca", 1, 0.0, None, 0.5], ["pos", "rca", 2, 1.0, 0.5, 0.5]]
 
 
 # -- text ----------------------------------------------------------------------------------------
@@ -352,3 +356,20 @@ def test_recorded_health_check_flag_decides_whether_trapping_was_measured() -> N
     assert data.trapping["my_agent"].measured
     assert not data.trapping["pos"].measured, "the recorded flag wins over the method name"
     assert not data.trapping["raw"].measured, "older results fall back to the method name"
+
+
+def test_baselines_split_their_cost_by_role_and_run_no_health_check() -> None:
+    cases = [
+        case("acon", tokens={"policy": (100, 10), "compressor": (400, 40)}),
+        case("lh_harness", tokens={"manager": (50, 5), "executor": (30, 3), "auditor": (20, 2)}),
+        case("pos", tokens={"policy": (10, 1), "belief": (20, 2), "sentinel": (30, 3)}),
+    ]
+    tables = build_tables(aggregate(cases))
+    tokens = table(tables, "tokens")
+    roles = [c.removesuffix(" prompt") for c in tokens.columns if c.endswith(" prompt")]
+    assert roles == ["policy", "belief", "sentinel", "compressor", "manager", "executor", "auditor"]
+    rows = {row[0]: dict(zip(tokens.columns, row, strict=True)) for row in tokens.rows}
+    assert rows["acon"]["compressor prompt"] == 400.0 and rows["acon"]["total"] == 550.0
+    assert rows["lh_harness"]["policy prompt"] is None and rows["lh_harness"]["total"] == 110.0
+    trapping = table(tables, "trapping")
+    assert [row[2] for row in trapping.rows][:2] == ["n/a", "n/a"], "baselines: no health check"

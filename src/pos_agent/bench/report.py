@@ -24,15 +24,39 @@ from typing import Any
 
 from pos_agent.trace import CaseResult, read_result
 
-METHOD_ORDER = ("pos", "no_consistency", "no_trapping", "generic_recovery", "raw", "expert")
-ROLE_ORDER = ("policy", "belief", "sentinel")
+# The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations.
+METHOD_ORDER = (
+    "raw",
+    "acon",
+    "pace",
+    "hiagent",
+    "lh_harness",
+    "pos",
+    "no_consistency",
+    "no_trapping",
+    "generic_recovery",
+    "expert",
+)
+ROLE_ORDER = (
+    "policy",
+    "belief",
+    "sentinel",
+    "compressor",
+    "summarizer",
+    "embedder",
+    "manager",
+    "executor",
+    "auditor",
+)
 PATTERNS = ("static", "cycle", "drift", "none")
 STATUSES = ("success", "failure", "error", "infra_error", "interrupted")
 UNSCORED = frozenset({"infra_error", "interrupted"})
 # These methods never run the health check, so their trapped-step count is zero by construction,
 # not a measurement; the trapping table says "n/a" for them instead of a misleading 0%. Results
 # that record `extra["health_checked"]` say so themselves; this list covers older ones.
-TRAPPING_UNMEASURED = frozenset({"no_trapping", "raw", "expert"})
+TRAPPING_UNMEASURED = frozenset(
+    {"no_trapping", "raw", "acon", "pace", "hiagent", "lh_harness", "expert"}
+)
 
 
 def health_checked(case: CaseResult) -> bool:

@@ -36,9 +36,7 @@ methods:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["acon", "pace", "hiagent", "lh_harness"])
-def test_one_real_episode_per_baseline_with_the_embedded_model(
-    method: str, tmp_path: Path
-) -> None:
+def test_one_real_episode_per_baseline_with_the_embedded_model(method: str, tmp_path: Path) -> None:
     suite = tmp_path / "suite.yaml"
     suite.write_text(SUITE)
     command = [POS, "bench", str(suite), "--agents", method, "--model", "local"]
@@ -59,7 +57,9 @@ def test_one_real_episode_per_baseline_with_the_embedded_model(
     calls = [e for e in events if isinstance(e, ModelCallEvent)]
     roles = {e.role for e in calls}
     assert set(result.tokens) == roles | {
-        e.role for e in events if e.event == "model_failure"  # type: ignore[attr-defined]
+        e.role
+        for e in events
+        if e.event == "model_failure"  # type: ignore[attr-defined]
     }
     if method == "acon":
         (compression, *_) = [e for e in events if isinstance(e, CompressionEvent)]

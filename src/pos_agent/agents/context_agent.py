@@ -242,15 +242,16 @@ def _with_offer(
 ) -> tuple[list[str] | None, list[dict[str, object]] | None, str]:
     """The admissible list and tools the schema offers with the lookups, and the prompt's hint.
 
-    Tool environments get a pseudo-tool (listed with the tools); admissible lists get
-    `glimpse(i)` entries (the prompt lists the real actions and says so in one line); free-text
-    environments only get the line."""
+    Tool environments get a pseudo-tool (listed with the tools, the same all episode so the
+    schema is built once); admissible lists get `glimpse(i)` entries (the prompt lists the real
+    actions); free-text environments only get the prompt's line, which always names the numbers
+    that may be looked up now."""
     admissible = observation.admissible_actions
     tools = observation.tools
     if offer is None:
         return admissible, tools, ""
     if tools:
-        return admissible, [*tools, offer.tool()], ""
+        return admissible, [*tools, offer.tool()], offer.hint(as_tool=True)
     if admissible:
         return [*admissible, *offer.entries()], tools, offer.hint()
     return admissible, tools, offer.hint()

@@ -69,23 +69,25 @@ class Offer:
     """Chunk numbers (glimpse) or completed subgoal numbers (retrieve) it may name."""
     left: int
     """Lookups left at this step."""
+    per_step: int
+    """Lookups allowed per step."""
 
     def entries(self) -> list[str]:
         """As admissible-list entries: `glimpse(3)`, ..."""
         return [f"{self.verb}({i})" for i in self.ids]
 
     def tool(self) -> dict[str, Any]:
-        """As a pseudo-tool for tool environments."""
-        if self.verb == GLIMPSE:
-            return glimpse_tool(self.ids, self.left)
-        return retrieve_tool(self.ids, self.left)
+        """As a pseudo-tool for tool environments (the same all episode; the prompt says which
+        numbers it may name now)."""
+        return glimpse_tool(self.per_step) if self.verb == GLIMPSE else retrieve_tool(self.per_step)
 
-    def hint(self) -> str:
-        """One line for the prompt."""
+    def hint(self, *, as_tool: bool = False) -> str:
+        """One line for the prompt: which numbers may be looked up now."""
         numbers = ", ".join(str(i) for i in self.ids)
         what = "chunk" if self.verb == GLIMPSE else "subgoal"
+        how = f"call {self.verb}" if as_tool else f"answer {self.verb}(i)"
         return (
-            f"Or, instead of an action, {self.verb}(i) with i a {what} number from: {numbers} "
+            f"Or, instead of an action, {how} with a {what} number from: {numbers} "
             f"(no action spent; {self.left} left at this step)."
         )
 
@@ -258,7 +260,7 @@ class PaceAdapter:
         ids = tuple(
             v.id for v in self.context.views if v.level != "full" and v.id not in self.glimpsed
         )
-        return Offer(GLIMPSE, ids, left) if ids else None
+        return Offer(GLIMPSE, ids, left, self.max_lookups) if ids else None
 
     def lookup(self, request: str) -> Lookup | None:
         return pace_resolver(self.memory, self.glimpsed)(request)
@@ -314,7 +316,7 @@ class HiAgentAdapter:
         left = self.memory.retrieves_left
         expanded = self.memory.expanded
         ids = tuple(g.number for g in self.memory.completed if g.number not in expanded)
-        return Offer(RETRIEVE, ids, left) if ids and left > 0 else None
+        return Offer(RETRIEVE, ids, left, self.max_lookups) if ids and left > 0 else None
 
     def lookup(self, request: str) -> Lookup | None:
         return hiagent_resolver(self.memory)(request)

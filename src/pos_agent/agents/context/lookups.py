@@ -61,44 +61,45 @@ def decide_with_lookups(
 # -- how the policy asks -----------------------------------------------------------------------
 
 
-def glimpse_tool(chunk_ids: Sequence[int], left: int) -> dict[str, Any]:
-    """The `glimpse` pseudo-tool offered in tool environments (ids: the chunks not in full)."""
+# The pseudo-tools do not list the ids a step may name: their schemas stay the same all episode,
+# so the decision schema (a union over every tool) is built once and cached, instead of at every
+# step (tens of milliseconds). An id that is not there is refused, as in text.
+
+
+def glimpse_tool(per_step: int) -> dict[str, Any]:
+    """The `glimpse` pseudo-tool offered in tool environments."""
     return {
         "name": GLIMPSE,
         "description": (
             "Read one older step (chunk) in full before you act. Not an environment action: "
-            f"it costs no budget; {left} left at this step."
+            f"it costs no budget; at most {per_step} per step."
         ),
         "parameters": {
             "type": "object",
             "properties": {
-                "chunk": {
-                    "type": "integer",
-                    "enum": list(chunk_ids),
-                    "description": "The chunk number.",
-                }
+                "chunk": {"type": "integer", "minimum": 1, "description": "The chunk number."}
             },
             "required": ["chunk"],
         },
     }
 
 
-def retrieve_tool(subgoals: Sequence[int], left: int) -> dict[str, Any]:
-    """The `retrieve` pseudo-tool offered in tool environments (ids: completed subgoals)."""
+def retrieve_tool(per_step: int) -> dict[str, Any]:
+    """The `retrieve` pseudo-tool offered in tool environments."""
     return {
         "name": RETRIEVE,
         "description": (
             "Show completed subgoals' full trajectories again (until the next subgoal) before "
-            f"you act. Not an environment action: it costs no budget; {left} left at this step."
+            f"you act. Not an environment action: it costs no budget; at most {per_step} per step."
         ),
         "parameters": {
             "type": "object",
             "properties": {
                 "subgoals": {
                     "type": "array",
-                    "items": {"type": "integer", "enum": list(subgoals)},
+                    "items": {"type": "integer", "minimum": 1},
                     "minItems": 1,
-                    "description": "Subgoal numbers.",
+                    "description": "Completed subgoal numbers.",
                 }
             },
             "required": ["subgoals"],

@@ -2,8 +2,10 @@
 
 Paper values are marked as such (paper Table 7 and Appendix D.2-D.3, or the upstream code the
 paper ran). Where the paper does not report a value, the comment says so and why this one was
-chosen; these stay fixed across backbones, as the paper fixes them per benchmark. Suites may
-override any of them (phase 2: suite YAML). Nothing here is sized for the embedded 135M model.
+chosen; these stay fixed across backbones, as the paper fixes them per benchmark. A suite sets
+any of them by name under `methods: {acon: {...}, pace: ..., hiagent: ..., lh_harness: ...}`
+(`with_options` checks names and values), and the built-in suites state the unreported ones.
+Nothing here is sized for the embedded 135M model.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def test_builtin_suites_state_the_baseline_parameters_pos_run_uses() -> None:
         assert stated["hiagent"]["summary_tokens"] == defaults.hiagent.summary_tokens, name
         assert stated["lh_harness"]["max_rounds"] == defaults.long_horizon.max_rounds, name
     (case,) = load_suite("alfworld-mini").cases(["acon"], "local", limit=1)
-    assert case.method_options == {"threshold_tokens": 2048, "summary_tokens": 512}
+    assert case.method_options == {"threshold_tokens": 512, "summary_tokens": 256}
     assert acon_settings(benchmark_family("rca-nezha")).threshold_tokens == 4096
 
 

@@ -110,16 +110,33 @@ class AconSettings:
             raise ValueError("keep_last_turns must be >= 0")
 
 
+# ACON's threshold and summary cap per benchmark. The paper fixes both per benchmark but does
+# not report them; upstream ACON uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. A
+# threshold only means something if compression happens within the benchmark's step budget:
+# - RCA, ClinDiag, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as
+#   upstream's tool benchmark; cap T/4, so the next compression does not fire right after one.
+# - ALFWorld: a turn is about 20 tokens (measured: 19.5 median on alfworld-mini, 4 chars a
+#   token), so 2048 would never fire in its 50 steps and ACON would be the raw trajectory; 512
+#   first fires after about 25 steps, then every dozen or so. Cap T/2: the summary must keep
+#   every object's location and the inventory, about 150 tokens on an ALFWorld room.
+# - ScienceWorld and TextWorldExpress (room descriptions of a few hundred tokens, 100 steps):
+#   2048, upstream's QA value; cap T/4.
+ACON_LIMITS: dict[Family, tuple[int, int]] = {
+    "alfworld": (512, 256),
+    "scienceworld": (2048, 512),
+    "textworld-express": (2048, 512),
+    "clindiag": (4096, 1024),
+    "rca": (4096, 1024),
+    "loca": (4096, 1024),
+    "other": (2048, 512),
+}
+
+
 def acon_settings(family: Family) -> AconSettings:
-    # The paper fixes T and the summary cap per benchmark but does not report them. Upstream
-    # uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. Tool benchmarks (RCA, ClinDiag,
-    # LOCA) get 4096; text games, whose observations are a few lines, get 2048 so compression
-    # happens within their 50-100 step budgets. The cap is T/4: a summary must stay well under
-    # T, or the next compression would fire right after this one.
-    threshold = 4096 if family in TOOL_FAMILIES else 2048
+    threshold, cap = ACON_LIMITS[family]
     return AconSettings(
         threshold_tokens=threshold,
-        summary_tokens=threshold // 4,
+        summary_tokens=cap,
         keep_categories=KEEP_CATEGORIES[family],
     )
 

@@ -16,6 +16,7 @@ from pos_agent.events import (
     CompressionEvent,
     HiAgentContextEvent,
     ModelCallEvent,
+    ModelFailureEvent,
     PaceContextEvent,
     RoundPlanEvent,
 )
@@ -56,11 +57,8 @@ def test_one_real_episode_per_baseline_with_the_embedded_model(method: str, tmp_
     events = list(read_events(case))
     calls = [e for e in events if isinstance(e, ModelCallEvent)]
     roles = {e.role for e in calls}
-    assert set(result.tokens) == roles | {
-        e.role
-        for e in events
-        if e.event == "model_failure"  # type: ignore[attr-defined]
-    }
+    failed = {e.role for e in events if isinstance(e, ModelFailureEvent)}
+    assert set(result.tokens) == roles | failed
     if method == "acon":
         (compression, *_) = [e for e in events if isinstance(e, CompressionEvent)]
         assert compression.first_folded == 1 and result.tokens["compressor"].calls >= 1

@@ -9,8 +9,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from pos_agent.agents.context import baseline_settings
 from pos_agent.agents.context.settings import acon_settings, benchmark_family
+from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.suite import builtin_suites, load_suite
 from pos_agent.trace import read_result
 
@@ -125,3 +128,38 @@ def test_embed_model_is_checked_and_a_missing_key_fails_the_pace_case_clearly(
     result = read_result(tmp_path / "e" / "pace__alfworld-mini__heat-mug")
     assert result is not None and result.status == "error"
     assert "no API key" in (result.error or "") and "OPENAI_API_KEY" in (result.error or "")
+
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.mark.parametrize(
+    ("env", "task", "data"),
+    [("rca-nezha", "nz-ob-001", "rca-nezha"), ("clindiag", "10588413", "clindiag")],
+)
+def test_every_baseline_runs_on_the_diagnosis_environments(
+    env: str, task: str, data: str, tmp_path: Path
+) -> None:
+    folder = SHARED_DATA / data
+    if not folder.is_dir():
+        message = f"{folder} is missing: this test needs ../shared/data/{data}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    for method in ("acon", "pace", "hiagent", "lh_harness"):
+        spec = CaseSpec(
+            env=env,
+            task=task,
+            agent=method,
+            model="scripted",
+            max_steps=3,
+            env_options={"data_dir": folder},
+        )
+        result = run_case(spec, tmp_path / method, run_name="d")
+        assert result.status in ("success", "failure"), (method, result.error)
+        assert result.extra["environment_actions"] == result.steps >= 1, method
+    # LongHorizon-Harness submits from verified state with the action it kept in reserve (the
+    # scripted manager never plans, so the submission is its only action).
+    lh = read_result(tmp_path / "lh_harness")
+    assert lh is not None and lh.extra["context"]["final_action"] is not None
+    assert lh.steps == 1 and set(lh.tokens) == {"manager"}

@@ -393,7 +393,9 @@ def with_subgoal(schema: type[BaseModel], bounds: SchemaBounds) -> type[BaseMode
     thought = schema.model_fields["thought"]
     fields: dict[str, Any] = {
         "thought": (thought.annotation, thought),
-        "subgoal": (_string(bounds.text_chars), Field(description=SUBGOAL_HELP)),
+        # A short phrase, bounded like a name: under the compact profile a long bound lets the
+        # 135M model pad it ("1. 2. 3. ...") past its 128-token budget.
+        "subgoal": (_string(bounds.name_chars), Field(description=SUBGOAL_HELP)),
         **rest,
     }
     # Tool decisions stay ToolDecisions (action_text reads them as calls); a plain answer's

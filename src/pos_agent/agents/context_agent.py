@@ -119,12 +119,12 @@ class ContextAgent:
         method: ContextMethod | None = None
         observation = env.reset()
         self.call.emit(observation_event(0, observation))
-        ask = _Ask(env.goal, observation.text, observation, 0, limits)
+        first = observation.text
         recent: list[str] = []
         try:
             method = self.make_method(env, caller)
             for t in range(env.max_steps):
-                ask = _Ask(env.goal, ask.first, observation, t, limits)
+                ask = _Ask(env.goal, first, observation, t, limits)
                 try:
                     for event in method.begin(t):
                         self.call.emit(event)

@@ -4,7 +4,7 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: install test test-fast lint typecheck pytest demo bench-overhead clean
+.PHONY: install loca-runtime test test-fast lint typecheck pytest demo bench-overhead clean
 
 DEMO_STEPS ?= 12
 
@@ -16,6 +16,13 @@ install: .venv/.installed
 	$(UV) sync --frozen --all-extras
 	@touch $@
 
+# LOCA-Bench's MCP servers need pinned packages outside uv.lock: a separate venv plus two npm
+# servers under $POS_LOCA_RUNTIME (default ~/.cache/pos-agent/loca-runtime), built once from
+# PyPI and npm and reused; a no-op when it is current. The LOCA environment also builds it on
+# first use.
+loca-runtime: install
+	$(RUN) python -m pos_agent.envs.loca.runtime
+
 lint: install
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
@@ -23,7 +30,7 @@ lint: install
 typecheck: install
 	$(RUN) mypy
 
-pytest: install
+pytest: install loca-runtime
 	$(RUN) pytest
 
 test: lint typecheck pytest

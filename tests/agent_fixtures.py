@@ -22,7 +22,8 @@ from pos_agent.envs.tools import (
     parse_tool_calls,
     string_param,
 )
-from pos_agent.llm import GenerationRequest, ScriptedModel
+from pos_agent.llm import ScriptedModel
+from pos_agent.llm.backend import GenerationRequest
 
 ACTIONS = ["examine microwave 1", "open microwave 1", "go to countertop 1", "go to sink 1"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from agent_fixtures import Call, Script
 from pos_agent.bench.case import CaseSpec, run_case
-from pos_agent.llm import GenerationRequest
+from pos_agent.llm.backend import GenerationRequest
 
 DATA = Path(__file__).resolve().parent / "data" / "trace-v1"
 PLAN = [

@@ -32,7 +32,9 @@ from pos_agent.events import (
     RoundPlanEvent,
     SubgoalEvent,
 )
-from pos_agent.llm import GenerationRequest, ModelFailure, TokenLedger
+from pos_agent.llm import ModelFailure, TokenLedger
+from pos_agent.llm.backend import GenerationRequest
+from pos_agent.trace import read_events
 
 CLEAN = "Status: complete\nIntegrity: clean\nContract audit: aligned\n\nFacts: seen.\nBlocking constraints: none"
 
@@ -352,3 +354,18 @@ def test_every_baseline_records_settings_and_its_roles_are_ledger_roles() -> Non
         assert recorded["policy"]["profile"] == "compact" and recorded["baseline"]
     with pytest.raises(ValueError, match="unknown acon parameter"):
         resolve_settings("rca", "acon", {"treshold": 3}, generation_tokens=512)
+
+
+def test_a_broken_setup_in_an_internal_call_ends_the_case_after_it_is_accounted(
+    tmp_path: Path,
+) -> None:
+    def compressor(request: GenerationRequest) -> str:
+        raise ModelFailure("config", "the server rejected the key")
+
+    script = RoleScript({"policy": lambda r: answer("go to sink 1"), "compressor": compressor})
+    options = {"threshold_tokens": 10, "summary_tokens": 64}
+    with pytest.raises(ModelFailure, match="rejected the key"):
+        play("acon", script, KitchenEnv(max_steps=6), tmp_path, options)
+    events = list(read_events(tmp_path))
+    failed = [e for e in events if isinstance(e, ModelFailureEvent)]
+    assert [(e.role, e.kind) for e in failed] == [("compressor", "config")], "traced first"

@@ -327,7 +327,8 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
 
 def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: Any) -> None:
     from pos_agent.bench.case import CaseSpec, run_case
-    from pos_agent.llm import BackendError, ModelOptions, ScriptedModel
+    from pos_agent.llm import ModelOptions, ScriptedModel
+    from pos_agent.llm.backend import BackendError
 
     down = ScriptedModel(
         lambda request: BackendError("transport", "connection refused", retryable=True),
@@ -617,6 +618,18 @@ def test_the_belief_model_and_the_policy_see_each_observation_whole(tmp_path: An
     run(script, tmp_path, env=LongKitchen(max_steps=2))
     assert "END-OF-STEP-1" in script.of("update")[0].user
     assert "END-OF-STEP-1" in script.of("policy")[1].user
+
+
+def test_the_audit_reads_whole_observations_except_on_the_compact_profile(tmp_path: Any) -> None:
+    from pos_agent.agents.settings import AgentLimits
+
+    script = Script(policy=lambda call: "go to sink 1")
+    run(script, tmp_path / "standard", env=LongKitchen(max_steps=2))
+    assert "END-OF-STEP-1" in script.of("audit")[0].user
+    compact = Script(policy=lambda call: "go to sink 1")
+    limits = AgentLimits.of_profile("compact")
+    run(compact, tmp_path / "compact", env=LongKitchen(max_steps=2), limits=limits)
+    assert "END-OF-STEP-1" not in compact.of("audit")[0].user, "400 characters on compact"
 
 
 def test_roles_get_the_paper_budget_and_unbounded_schemas_by_default(tmp_path: Any) -> None:

@@ -63,12 +63,12 @@ def expert_specs(tasks: list[str]) -> list[CaseSpec]:
 def test_resume_skips_finished_and_reruns_half_finished(tmp_path: Path) -> None:
     specs = expert_specs(["heat-mug", "cool-apple", "clean-cloth"])
     run_dir = tmp_path / "run"
-    first = run_bench(specs[:2], BenchConfig(run_dir=run_dir))
-    assert [r.status for r in first] == ["success", "success"]
+    first = run_bench(specs, BenchConfig(run_dir=run_dir))
+    assert [r.status for r in first] == ["success"] * 3
     started = {r.case: r.started_at for r in first}
-    # A half-finished third case: a trace but no result.
+    # The third case becomes half-finished: a torn trace and no result.
     half = case_dir(run_dir, specs[2])
-    half.mkdir(parents=True)
+    (half / "result.json").unlink()
     (half / "events.jsonl").write_text(
         '{"v": 1, "event": "episode_start", "step": 0}\n{"v": 1, "ev'
     )
@@ -88,14 +88,14 @@ def test_resume_skips_finished_and_reruns_half_finished(tmp_path: Path) -> None:
 def test_one_failing_case_never_stops_the_others(tmp_path: Path) -> None:
     specs = [
         *expert_specs(["heat-mug"]),
-        CaseSpec(env="alfworld-mini", task="no-such-task", agent="expert"),
+        CaseSpec(env="alfworld-mini", task="two-cds", agent="expert", max_steps=0),
         *expert_specs(["cool-apple"]),
     ]
     results = run_bench(specs, BenchConfig(run_dir=tmp_path / "run"))
     statuses = {r.task: r.status for r in results}
-    assert statuses == {"heat-mug": "success", "no-such-task": "error", "cool-apple": "success"}
+    assert statuses == {"heat-mug": "success", "two-cds": "config_error", "cool-apple": "success"}
     failed = read_result(case_dir(tmp_path / "run", specs[1]))
-    assert failed is not None and "no-such-task" in (failed.error or "")
+    assert failed is not None and "max_steps" in (failed.error or "")
 
 
 def test_workers_run_cases_in_parallel_processes(tmp_path: Path) -> None:
@@ -239,3 +239,19 @@ def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert bad.returncode == 2 and "unknown schema bound" in bad.stdout + bad.stderr
+
+
+def test_bench_has_a_documented_public_surface() -> None:
+    import pos_agent.bench as bench
+
+    assert bench.__doc__ and "run_bench" in bench.__doc__
+    missing = [name for name in bench.__all__ if not hasattr(bench, name)]
+    assert not missing, missing
+    assert {
+        "CaseSpec",
+        "run_case",
+        "run_bench",
+        "BenchConfig",
+        "load_suite",
+        "write_report",
+    } <= set(bench.__all__)

@@ -113,21 +113,28 @@ def test_suite_baseline_parameters_are_checked_by_name_and_value(tmp_path: Path)
             raise AssertionError(f"{methods} was accepted")
 
 
-def test_embed_model_is_checked_and_a_missing_key_fails_the_pace_case_clearly(
-    tmp_path: Path,
-) -> None:
+def test_embed_model_is_checked_and_a_missing_key_stops_before_any_case(tmp_path: Path) -> None:
     bad = run("run", "alfworld-mini", "heat-mug", "--agent", "pace", "--embed-model", "bert")
     assert bad.returncode == 2 and "unknown embedding spec" in bad.stdout + bad.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    done = run(
-        "run", "alfworld-mini", "heat-mug", "--agent", "pace", "--model", "scripted",
-        "--embed-model", "openai:text-embedding-3-small", "--max-steps", "2",
-        "--out", str(tmp_path), "--run", "e", env=env,
+    for command in (
+        ["run", "alfworld-mini", "heat-mug", "--agent", "pace"],
+        ["bench", "alfworld-mini", "--agents", "raw,pace", "--limit", "1"],
+    ):
+        done = run(
+            *command, "--model", "scripted", "--embed-model", "openai:text-embedding-3-small",
+            "--out", str(tmp_path), "--run", "e", env=env,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "no API key" in done.stdout + done.stderr and "OPENAI_API_KEY" in done.stderr
+    assert not (tmp_path / "e").exists(), "nothing ran"
+    # Methods that do not use it never need its key.
+    fine = run(
+        "run", "alfworld-mini", "heat-mug", "--agent", "acon", "--model", "scripted",
+        "--embed-model", "openai:text-embedding-3-small", "--max-steps", "1",
+        "--out", str(tmp_path), "--run", "f", env=env,
     )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    result = read_result(tmp_path / "e" / "pace__alfworld-mini__heat-mug")
-    assert result is not None and result.status == "error"
-    assert "no API key" in (result.error or "") and "OPENAI_API_KEY" in (result.error or "")
+    assert fine.returncode == 0, fine.stdout + fine.stderr
 
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

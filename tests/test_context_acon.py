@@ -9,7 +9,7 @@ from context_fixtures import RoleScript, numbered, user_text
 from pos_agent.agents.context import AconMemory, AconSettings, ModelCaller, Turn
 from pos_agent.agents.context.settings import acon_settings, benchmark_family
 from pos_agent.envs import InfrastructureError
-from pos_agent.llm import BackendError
+from pos_agent.llm.backend import BackendError
 
 TASK = "find the key and open the chest"
 

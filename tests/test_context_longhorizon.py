@@ -33,7 +33,7 @@ from pos_agent.envs.tools import (
     parse_tool_calls,
     string_param,
 )
-from pos_agent.llm import GenerationRequest
+from pos_agent.llm.backend import GenerationRequest
 
 CLEAN = "Status: complete\nIntegrity: clean\nContract audit: aligned\n\nFacts: verified.\nBlocking constraints: none"
 OPEN = "Status: incomplete\nIntegrity: clean\nContract audit: aligned\n\nFacts: not yet.\nBlocking constraints: C1"

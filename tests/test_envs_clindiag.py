@@ -38,14 +38,13 @@ from pos_agent.envs.tools import (
 )
 from pos_agent.events import ModelCallEvent
 from pos_agent.llm import (
-    BackendError,
-    GenerationRequest,
     Message,
     Model,
     ModelOptions,
     ScriptedModel,
     TokenLedger,
 )
+from pos_agent.llm.backend import BackendError, GenerationRequest
 from pos_agent.trace import TraceWriter, read_events
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

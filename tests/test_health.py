@@ -127,7 +127,7 @@ def test_static_one_ineffective_action_repeated_in_an_unchanged_world() -> None:
 
 def test_cycle_with_period_two() -> None:
     steps = focus_sequence("ABABABAB", epistemic={"e1"}, achievement=())
-    report = assess_window(steps, HealthConfig(task="diagnostic"))
+    report = assess_window(steps, HealthConfig(task="diagnosis"))
     assert report.trapped
     assert report.pattern == "cycle"
     assert report.recurrence == 1.0
@@ -195,7 +195,7 @@ def test_lag_one_recurrence_is_drift_not_cycle_even_when_full() -> None:
 
 
 @pytest.mark.parametrize(
-    ("task", "expected"), [("diagnostic", "epistemic"), ("execution", "achievement")]
+    ("task", "expected"), [("diagnosis", "epistemic"), ("execution", "achievement")]
 )
 def test_blocked_kind_tie_on_persistence_follows_the_task(task: str, expected: str) -> None:
     steps = focus_sequence("AAAAAAAA", epistemic={"e1"}, achievement={"a1"})
@@ -208,14 +208,14 @@ def test_blocked_kind_is_the_more_persistent_one() -> None:
     # Epistemic: {e1, e2} at the first step, only e1 persists (P_e = 1/2); achievement P_a = 1.
     steps = focus_sequence("AAAAAAAA", epistemic={"e1"}, achievement={"a1"})
     steps[0] = step(world("A"), epistemic={"e1", "e2"}, achievement={"a1"})
-    report = assess_window(steps, HealthConfig(task="diagnostic"))
+    report = assess_window(steps, HealthConfig(task="diagnosis"))
     assert report.persistence_e == 0.5
     assert report.blocked == "achievement"
 
 
 def test_blocked_kind_only_considers_kinds_with_an_open_gap_at_the_last_step() -> None:
     # theta_h = 1 traps every full window, so the P tie at 0 shows which kinds are candidates.
-    config = HealthConfig(theta_h=1.0, task="diagnostic")
+    config = HealthConfig(theta_h=1.0, task="diagnosis")
     steps = focus_sequence("ABCDEFGH", epistemic=(), achievement=())
     steps[-1] = step(world("H"), epistemic=(), achievement={"a9"})
     report = assess_window(steps, config)
@@ -482,3 +482,10 @@ def test_triangle_bounds_never_decide_a_pair_the_exact_distance_would_not() -> N
         closeness = _Closeness([a, b, c], eps_w)
         assert closeness.close(1, 0) and closeness.close(2, 1)
         assert closeness.close(2, 0) == (true_distance <= eps_w)
+
+
+def test_the_design_spelling_diagnostic_reads_as_diagnosis() -> None:
+    """DESIGN §4 writes task="diagnostic"; the shared TaskKind says "diagnosis"."""
+    assert HealthConfig(task="diagnostic").task == "diagnosis"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'execution' or 'diagnosis'"):
+        HealthConfig(task="diagnose")  # type: ignore[arg-type]

@@ -55,7 +55,7 @@ configs = st.builds(
     eps_w=st.sampled_from([0.0, 0.1, 0.15, 0.2, 1 / 3, 0.5, 1.0]),
     theta_h=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
     theta_r=st.sampled_from([0.0, 0.5, 0.75, 1.0]),
-    task=st.sampled_from(["execution", "diagnostic"]),
+    task=st.sampled_from(["execution", "diagnosis"]),
 )
 
 
@@ -131,7 +131,7 @@ def naive_assess(steps: list[WindowStep], config: HealthConfig) -> dict[str, Any
             if p_e != p_a:
                 blocked = "epistemic" if p_e > p_a else "achievement"
             else:
-                blocked = "epistemic" if config.task == "diagnostic" else "achievement"
+                blocked = "epistemic" if config.task == "diagnosis" else "achievement"
     return {
         "persistence_e": p_e,
         "persistence_a": p_a,

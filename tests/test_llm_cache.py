@@ -9,16 +9,14 @@ import pytest
 from pydantic import BaseModel
 
 from pos_agent.llm import (
-    CachedOutcome,
-    CacheRequest,
     Message,
     ModelFailure,
     ModelOptions,
     ResponseCache,
     ScriptedModel,
     Usage,
-    cache_key,
 )
+from pos_agent.llm.backend import BackendError, CachedOutcome, CacheRequest, cache_key
 
 ASK = [Message("user", "Where is the mug?")]
 
@@ -107,8 +105,6 @@ def test_output_failures_are_replayed_too(tmp_path: Path) -> None:
 
 
 def test_transport_failures_are_not_recorded(tmp_path: Path) -> None:
-    from pos_agent.llm import BackendError
-
     cache = ResponseCache(tmp_path / "c.sqlite")
     model = ScriptedModel(
         [BackendError("transport", "down", retryable=False)], cache=cache, sleep=lambda _: None

@@ -9,7 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 import pos_agent.cli.doctor as doctor
+from llm_fakes import Canned, FakeServer, chat, error, llama_cpp_refusal
 from pos_agent.cli.app import app
+
+# The fake server fixture, and forgetting what the process learnt about servers.
+pytest_plugins = ["llm_fixtures"]
+
 
 runner = CliRunner()
 
@@ -54,6 +59,39 @@ def test_doctor_fails_and_says_what_to_do_when_the_server_is_down() -> None:
     result = runner.invoke(app, ["doctor", "--model", "openai:any", "--base-url", url])
     assert result.exit_code == 1
     assert "fail" in result.output and "server is running" in result.output
+
+
+def test_doctor_says_which_structured_mode_a_server_got(server: FakeServer) -> None:
+    server.queue(llama_cpp_refusal(), chat('{"status": "ok", "answer": 5}'))
+    check = doctor.check_model("openai:smollm", server.base_url)
+    assert check.status == "ok", check
+    assert check.detail.endswith(
+        "structured output: json_object_schema (response_format json_object with a schema)"
+    )
+
+
+def test_doctor_shows_a_full_json_schema_server_as_such(server: FakeServer) -> None:
+    server.queue(chat('{"status": "ok", "answer": 5}'), chat('{"status": "ok", "answer": 5}'))
+    result = runner.invoke(app, ["doctor", "-m", "openai:m", "--base-url", server.base_url])
+    assert result.exit_code == 0, result.output
+    check = doctor.check_model("openai:m", server.base_url)
+    assert "structured output: json_schema (response_format json_schema)" in check.detail
+
+
+def test_doctor_reports_a_rejected_key_with_the_variable_to_set(server: FakeServer) -> None:
+    server.queue(error(401, "Incorrect API key provided"))
+    check = doctor.check_model("openai:m", server.base_url)
+    assert check.status == "fail" and "OPENAI_API_KEY" in check.detail
+    assert "--api-key" not in check.detail + check.fix
+
+
+def test_doctor_reports_a_page_that_is_not_a_chat_server(server: FakeServer) -> None:
+    server.queue(Canned(200, "<html>It works!</html>", content_type="text/html"))
+    result = runner.invoke(app, ["doctor", "-m", "openai:m", "--base-url", server.base_url])
+    assert result.exit_code == 1
+    server.queue(Canned(200, "<html>It works!</html>", content_type="text/html"))
+    check = doctor.check_model("openai:m", server.base_url)
+    assert check.status == "fail" and "not a chat completion" in check.detail
 
 
 def test_doctor_fails_on_an_unknown_spec() -> None:

@@ -16,12 +16,12 @@ from pos_agent.llm import (
     ModelOptions,
     ModelSpec,
     ResponseCache,
-    json_schema_of,
     load_model,
     parse_spec,
 )
 from pos_agent.llm._local import LlamaCppBackend
 from pos_agent.llm._structured import extract_json_object, minimal_instance
+from pos_agent.llm.backend import json_schema_of
 
 llama_cpp = pytest.importorskip("llama_cpp")
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, SecretStr
 
+from llm_fakes import Canned, FakeServer, chat, error
 from pos_agent.llm import (
     Message,
     ModelFailure,
@@ -27,6 +24,10 @@ from pos_agent.llm import (
 from pos_agent.llm._options import DASHSCOPE_BASE_URL
 from pos_agent.llm._secrets import public_url
 
+# The fake server fixture, and forgetting what the process learnt about servers.
+pytest_plugins = ["llm_fixtures"]
+
+
 ASK = [Message("system", "You find things."), Message("user", "Where is the mug?")]
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
@@ -34,107 +35,6 @@ SECRET = "sk-test-DO-NOT-LEAK-4242"
 class Where(BaseModel):
     place: str
     sure: bool = False
-
-
-@dataclass
-class Canned:
-    status: int = 200
-    body: Any = None
-    delay_s: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def chat(content: str | None, finish: str = "stop", usage: bool = True) -> Canned:
-    body: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "fake",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": finish,
-            }
-        ],
-    }
-    if usage:
-        body["usage"] = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-    return Canned(200, body)
-
-
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> Canned:
-    return Canned(status, {"error": {"message": message, "type": "x"}}, headers=headers or {})
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that timed out and hung up is expected here
-
-
-class FakeServer:
-    """Answers POST /v1/chat/completions from a queue of canned replies and records requests."""
-
-    def __init__(self) -> None:
-        self.replies: deque[Canned] = deque()
-        self.seen: list[Seen] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                raw = self.rfile.read(length)
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                server.seen.append(Seen(self.path, headers, json.loads(raw or b"{}")))
-                reply = server.replies.popleft() if server.replies else error(500, "no reply")
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                data = payload.encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (timeout tests)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def queue(self, *replies: Canned) -> None:
-        self.replies.extend(replies)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    fake.thread.start()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
 
 
 @pytest.fixture(autouse=True)
@@ -253,22 +153,33 @@ def test_json_schema_unsupported_falls_back_to_json_object_and_remembers(
         chat('{"place": "shelf"}'),
     )
     model = openai_model(server)
-    assert model.complete(ASK, schema=Where).parsed == Where(place="sink")
+    first = model.complete(ASK, schema=Where)
+    assert first.parsed == Where(place="sink")
+    assert first.structured_mode == "json_object_schema"
     assert model.complete(ASK, schema=Where).parsed == Where(place="shelf")
     formats = [s.body["response_format"]["type"] for s in server.seen]
     assert formats == ["json_schema", "json_object", "json_object"]
+    assert server.seen[2].body["response_format"]["schema"]["required"] == ["place"]
     # JSON mode needs the shape spelled out in the prompt.
     assert '"place"' in server.seen[1].body["messages"][0]["content"]
 
 
-def test_json_object_unsupported_falls_back_to_prompt_only(server: FakeServer) -> None:
+def test_every_refused_mode_steps_down_until_prompt_only(server: FakeServer) -> None:
     server.queue(
         error(400, "Unknown json_schema"),
-        error(422, "response_format json_object unsupported"),
+        error(422, "response_format: extra field 'schema' not permitted"),
+        error(400, "response_format json_object unsupported"),
         chat('{"place": "sink"}'),
     )
-    assert openai_model(server).complete(ASK, schema=Where).parsed == Where(place="sink")
-    assert "response_format" not in server.seen[2].body
+    sleeps: list[float] = []
+    answer = openai_model(server, sleeps).complete(ASK, schema=Where)
+    assert answer.parsed == Where(place="sink") and answer.structured_mode == "prompt"
+    sent = [s.body.get("response_format", {}) for s in server.seen]
+    assert sent[0]["type"] == "json_schema"
+    assert sent[1]["type"] == "json_object" and "schema" in sent[1]
+    assert sent[2] == {"type": "json_object"}
+    assert sent[3] == {}  # prompt only: no response_format at all
+    assert sleeps == []  # refusals are answered by changing the request, not by waiting
 
 
 def test_max_completion_tokens_is_used_when_the_server_demands_it(server: FakeServer) -> None:
@@ -286,7 +197,9 @@ def test_other_400_fails_without_retry(server: FakeServer) -> None:
     sleeps: list[float] = []
     with pytest.raises(ModelFailure) as caught:
         openai_model(server, sleeps).complete(ASK)
-    assert caught.value.kind == "transport" and sleeps == [] and len(server.seen) == 1
+    # The request is invalid as sent: a set-up problem, never worth resending.
+    assert caught.value.kind == "config" and sleeps == [] and len(server.seen) == 1
+    assert "context length exceeded" in caught.value.message
 
 
 def test_404_is_a_config_failure_saying_what_to_check(server: FakeServer) -> None:
@@ -379,6 +292,7 @@ def test_dashscope_needs_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_dashscope_uses_its_key_and_compatible_mode(
     server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+
     monkeypatch.setenv("DASHSCOPE_API_KEY", SECRET)
     server.queue(chat("ni hao"))
     model = load_model("dashscope:qwen-plus", ModelOptions(base_url=server.base_url))

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import random
+import time
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
 from pos_agent.llm import (
-    BackendError,
     Completion,
-    GenerationRequest,
     Message,
     Model,
     ModelFailure,
@@ -20,9 +20,9 @@ from pos_agent.llm import (
     ScriptedModel,
     ScriptedReply,
     Usage,
-    backoff_delay,
     load_model,
 )
+from pos_agent.llm.backend import BackendError, GenerationRequest, backoff_delay
 
 ASK = [Message("system", "You act in a kitchen."), Message("user", "What next?")]
 
@@ -49,7 +49,7 @@ def test_scripted_model_satisfies_the_protocol() -> None:
     assert model.spec == "scripted"
 
 
-def test_free_text_reply_is_returned_with_usage_and_latency() -> None:
+def test_free_text_reply_is_returned_with_usage() -> None:
     model, _ = scripted([ScriptedReply("go north", prompt_tokens=12, completion_tokens=2)])
     answer = model.complete(ASK)
     assert isinstance(answer, Completion)
@@ -57,8 +57,22 @@ def test_free_text_reply_is_returned_with_usage_and_latency() -> None:
     assert answer.parsed is None
     assert answer.usage == Usage(12, 2)
     assert answer.usage.total == 14
-    assert answer.latency_s >= 0
     assert (answer.cached, answer.repairs, answer.model) == (False, 0, "scripted")
+
+
+def test_latency_covers_the_backend_time_of_every_attempt() -> None:
+    def slow(reply: str) -> Callable[[GenerationRequest], str]:
+        def respond(request: GenerationRequest) -> str:
+            time.sleep(0.05)
+            return reply if request.attempt else "not json"
+
+        return respond
+
+    model, _ = scripted(slow(GOOD.model_dump_json()))
+    answer = model.complete(ASK, schema=Action)
+    # Two backend calls (the bad one and its repair) of at least 50 ms each.
+    assert answer.repairs == 1
+    assert answer.latency_s >= 0.1
 
 
 def test_schema_reply_is_parsed_and_the_schema_is_shown_to_the_model() -> None:
@@ -303,7 +317,7 @@ def test_importing_the_layer_loads_no_heavy_backend() -> None:
 
     code = (
         "import sys, pos_agent.llm; "
-        "print(sorted(m for m in ('llama_cpp', 'openai') if m in sys.modules))"
+        "print(sorted(m for m in ('llama_cpp', 'openai', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -206,7 +206,7 @@ def test_epistemic_block_asks_for_discriminating_evidence() -> None:
     after, _ = apply_patch(
         belief, [{"op": "resolve_gap", "id": "g1"}, {"op": "set_active_gap", "id": "g2"}]
     )
-    report = assess_window([window_step(after, 0)] * 8, HealthConfig(task="diagnostic"))
+    report = assess_window([window_step(after, 0)] * 8, HealthConfig(task="diagnosis"))
     assert report.blocked == "epistemic"
     text = compose_recovery(report, [], after).render()
     assert "discriminates between the open hypotheses (does the microwave work)" in text

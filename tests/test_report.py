@@ -88,21 +88,60 @@ def column(t: Table, name: str) -> list[Any]:
 # -- aggregation ---------------------------------------------------------------------------------
 
 
-def test_only_infrastructure_failures_and_interruptions_leave_the_denominator() -> None:
+def test_only_success_and_failure_are_scored() -> None:
     cases = [
         case(status="success"),
-        case(status="failure"),  # budget exhausted: stays
-        case(status="error", error="ValueError: boom\nTraceback ..."),  # a bug: stays, a failure
+        case(status="failure"),  # budget exhausted: stays in the denominator
+        case(status="harness_error", error="ValueError: boom\nTraceback ..."),  # our bug
+        case(status="config_error", error="model: HTTP 401 rejected the API key"),
         case(status="infra_error", error="environment backend failed: JVM died"),
         case(status="interrupted", error="interrupted by the user (Ctrl-C)"),
     ]
     data = aggregate(cases)
-    assert data.overall["pos"] == Rate(1, 3)
+    assert data.stats["pos"].success == Rate(1, 2)
     outcomes = table(build_tables(data), "outcomes")
-    assert outcomes.rows[0][:7] == ["pos", 5, 1, 1, 1, 1, 1]
+    assert outcomes.columns[2:8] == [
+        "success",
+        "failure",
+        "config_error",
+        "harness_error",
+        "infra_error",
+        "interrupted",
+    ], "the legacy 'error' column appears only when a result has it"
+    assert outcomes.rows[0][:8] == ["pos", 6, 1, 1, 1, 1, 1, 1]
     problems = table(build_tables(data), "problems")
-    assert [row[0] for row in problems.rows] == ["error", "infra_error", "interrupted"]
-    assert problems.rows[0][4] == "ValueError: boom", "first line of the error only"
+    assert [row[0] for row in problems.rows] == [
+        "config_error",
+        "harness_error",
+        "infra_error",
+        "interrupted",
+    ]
+    assert problems.rows[1][4] == "ValueError: boom", "first line of the error only"
+
+
+def test_results_of_older_versions_with_status_error_are_not_scored() -> None:
+    data = aggregate([case(status="success"), case(status="error", error="model: bad key")])
+    assert data.stats["pos"].success == Rate(1, 1)
+    outcomes = table(build_tables(data), "outcomes")
+    assert outcomes.columns[-4] == "error" and outcomes.rows[0][-4] == 1
+
+
+def test_missing_cases_are_reported_not_dropped(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_result(run / "pos__a", case(name="a"))
+    (run / "config.json").write_text(
+        '{"identity": "x", "cases": [{"folder": "pos__a", "spec": {"agent": "pos"}},'
+        ' {"folder": "raw__b", "spec": {"agent": "raw"}}]}'
+    )
+    loaded = load_runs([run])
+    assert [(m.run, m.folder, m.agent) for m in loaded.missing] == [("run", "raw__b", "raw")]
+    data = aggregate(loaded.cases, missing=loaded.missing)
+    problems = table(build_tables(data), "problems")
+    assert problems.rows == [
+        ["missing", "raw", "run", "raw__b", "listed in config.json, no record"]
+    ]
+    text = render_markdown(build_tables(data), loaded=loaded)
+    assert "Missing" in text and "raw__b" in text
 
 
 def test_methods_side_by_side_in_the_papers_order_with_models_when_several() -> None:
@@ -212,7 +251,7 @@ def test_success_against_context_length_when_the_suite_varies_it() -> None:
     assert context.columns == ["context_length", "raw", "pos"]
     assert context.rows == [["2000", Rate(0, 0), Rate(1, 2)], ["8000", Rate(0, 1), Rate(1, 1)]]
     nested = aggregate([case(extra={"suite": {"tokens": 4}})], context_field="suite.tokens")
-    assert nested.by_context["pos"] == {4.0: Rate(1, 1)}
+    assert nested.stats["pos"].by_context == {4.0: Rate(1, 1)}
     assert context_value({"context_length": "long"}, "context_length") == "long"
     assert context_value({"context_length": True}, "context_length") is None
 
@@ -340,8 +379,8 @@ def test_report_of_real_runs_from_the_harness(tmp_path: Path) -> None:
     written = write_report([tmp_path / "expert", tmp_path / "raw"], tmp_path / "out")
     data = aggregate(load_runs([tmp_path]).cases)
     assert data.methods == ["raw", "expert"]
-    assert data.overall["expert"] == Rate(1, 1)
-    assert data.tokens["raw"].prompt["policy"] > 0
+    assert data.stats["expert"].success == Rate(1, 1)
+    assert data.stats["raw"].tokens.prompt["policy"] > 0
     assert "| alfworld-mini | Transform |" in written.markdown
 
 
@@ -353,9 +392,34 @@ def test_recorded_health_check_flag_decides_whether_trapping_was_measured() -> N
             case("raw"),
         ]
     )
-    assert data.trapping["my_agent"].measured
-    assert not data.trapping["pos"].measured, "the recorded flag wins over the method name"
-    assert not data.trapping["raw"].measured, "older results fall back to the method name"
+    assert data.stats["my_agent"].trapping.measured
+    assert not data.stats["pos"].trapping.measured, "the recorded flag wins over the method name"
+    assert not data.stats["raw"].trapping.measured, "older results fall back to the method name"
+
+
+def test_adding_a_method_or_a_table_is_one_entry() -> None:
+    from pos_agent.bench.report import TABLES, ReportData
+
+    data = aggregate([case("my_baseline"), case("pos"), case("raw")])
+    assert data.methods == ["raw", "pos", "my_baseline"], "unknown methods after the paper's"
+
+    def per_method_steps(data: ReportData) -> Table:
+        rows: list[list[Any]] = [[m.label, m.steps.value] for m in data.stats.values()]
+        return Table("steps", "Steps", ["method", "mean steps"], rows)
+
+    TABLES.append(per_method_steps)
+    try:
+        assert table(build_tables(data), "steps").rows[0] == ["raw", 10.0]
+    finally:
+        TABLES.remove(per_method_steps)
+
+
+def test_no_report_module_is_over_600_lines() -> None:
+    import pos_agent.bench.report as report
+
+    folder = Path(report.__file__).parent
+    sizes = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
+    assert len(sizes) >= 5 and max(sizes.values()) <= 600, sizes
 
 
 def test_baselines_split_their_cost_by_role_and_run_no_health_check() -> None:

@@ -33,7 +33,7 @@ from replay_fixtures import DATA, run_scripted
 # Fields left out of the comparison: timing, and what the restructuring added or reworded.
 _ALWAYS = {"v", "t"}
 _LEFT_OUT: dict[type[Event], set[str]] = {
-    ModelCallEvent: {"model", "prompt_tokens", "completion_tokens", "latency_s"},
+    ModelCallEvent: {"model", "prompt_tokens", "completion_tokens", "latency_s", "structured_mode"},
     ModelFailureEvent: {"prompt_tokens", "completion_tokens"},
     EpisodeStartEvent: {"spec", "settings"},
     ProgressEvent: {"gap"},
@@ -57,6 +57,8 @@ def outcome(result: CaseResult | None) -> dict[str, Any]:
         },
     )  # fmt: skip
     kept["calls"] = {role: used.calls for role, used in result.tokens.items()}
+    # Version 1 did not record the diagnosis mode; it always ran Eq. 6, which is still the default.
+    assert kept["extra"].pop("health", "paper") == "paper"
     return kept
 
 

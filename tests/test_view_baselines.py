@@ -11,7 +11,7 @@ from typing import Any
 from agent_fixtures import KitchenEnv
 from context_fixtures import RoleScript, run_baseline, user_text
 from pos_agent.bench.view import build_view, write_view
-from pos_agent.llm import GenerationRequest
+from pos_agent.llm.backend import GenerationRequest
 from pos_agent.trace import read_events
 from test_view import CHROMIUM_FLAGS, chromium
 

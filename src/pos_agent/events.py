@@ -136,6 +136,11 @@ class ModelCallEvent(Event):
     cached: bool = False
     repairs: int = 0
     output: dict[str, Any] | None = Field(default=None, description="The parsed answer.")
+    structured_mode: str | None = Field(
+        default=None,
+        description="How the answer was held to its schema: grammar (local model), json_schema, "
+        "json_object_schema, json_object or prompt (servers); None without a schema.",
+    )
 
     @classmethod
     def of(cls, answer: Completion, *, step: int | None, role: str, purpose: str) -> Self:
@@ -156,6 +161,7 @@ class ModelCallEvent(Event):
                 if answer.parsed is not None
                 else None
             ),
+            structured_mode=answer.structured_mode,
         )
 
 

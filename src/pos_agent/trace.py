@@ -15,8 +15,9 @@ import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -24,11 +25,17 @@ from pos_agent.events import EVENT_KINDS, TRACE_VERSION, Event, TraceLines, pars
 
 __all__ = [
     "EVENT_KINDS",
+    "KNOWN_RESULT_VERSIONS",
     "RESULT_VERSION",
+    "SCORED_STATUSES",
+    "STATUSES",
+    "STATUS_MEANINGS",
     "TRACE_VERSION",
     "CaseResult",
     "RoleTokens",
+    "Status",
     "TraceWriter",
+    "is_scored",
     "read_events",
     "read_result",
     "read_trace",
@@ -37,8 +44,39 @@ __all__ = [
     "write_result",
 ]
 
-RESULT_VERSION = 1
-Status = Literal["success", "failure", "interrupted", "infra_error", "error"]
+RESULT_VERSION = 2  # 2: statuses config_error/harness_error, settings and provenance fields
+KNOWN_RESULT_VERSIONS = frozenset({1, 2})  # a resume reruns results of any other version
+
+# -- case statuses: the one list that runner, summary, report and CLI share ----------------------
+Status = Literal[
+    "success",
+    "failure",
+    "config_error",
+    "harness_error",
+    "infra_error",
+    "interrupted",
+    "error",
+]
+STATUSES: tuple[Status, ...] = get_args(Status)
+# Only these outcomes measure the method: a scored case counts in the success denominator and a
+# resume keeps it. Every other status says the set-up, the harness, the infrastructure or the
+# user stopped the case before it could be measured; it is listed, never scored, and rerun.
+SCORED_STATUSES: frozenset[str] = frozenset({"success", "failure"})
+STATUS_MEANINGS: dict[Status, str] = {
+    "success": "the environment reported success (scored)",
+    "failure": "the episode ended without success, budget exhaustion included (scored)",
+    "config_error": "the set-up is broken: model spec, key, endpoint, task or environment data",
+    "harness_error": "an exception in PoS's own code; please report it",
+    "infra_error": "a backend or model server failed or ran out of time; retried, not scored",
+    "interrupted": "stopped by the user (Ctrl-C)",
+    "error": "written by PoS before results version 2; not scored, rerun by --resume",
+}
+
+
+def is_scored(status: str) -> bool:
+    """True when a case with this status is a measurement of its method."""
+    return status in SCORED_STATUSES
+
 
 # Anything that looks like a bearer token or API key is masked before it reaches a file.
 _SECRET = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
@@ -142,7 +180,7 @@ class CaseResult(BaseModel):
     category: str | None = Field(default=None, description="Task category for per-category tables.")
     agent: str = Field(description="Method: pos, raw, an ablation, or expert.")
     models: dict[str, str] = Field(default_factory=dict, description="Model spec per role.")
-    status: Status = Field(description="success, failure, interrupted, infra_error or error.")
+    status: Status = Field(description="Outcome; only success and failure are scored.")
     success: bool = Field(description="The environment reported success.")
     score: float = Field(default=0.0, description="Environment score (0-1 or 0-100 as it reports).")
     steps: int = Field(default=0, description="Environment steps taken.")
@@ -165,6 +203,19 @@ class CaseResult(BaseModel):
     started_at: float = Field(default=0.0, description="Unix time the case started.")
     duration_s: float = Field(default=0.0, description="Wall time of the case.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Benchmark-specific fields.")
+    spec: dict[str, Any] = Field(
+        default_factory=dict, description="The case as run: every CaseSpec field."
+    )
+    model_options: dict[str, Any] = Field(
+        default_factory=dict, description="Model options that change results (no key)."
+    )
+    settings_hash: str = Field(
+        default="", description="Hash of spec and model_options: the case's identity in its run."
+    )
+    pos_version: str = Field(default="", description="Version of pos-agent that ran the case.")
+    git_commit: str | None = Field(
+        default=None, description="Commit of the PoS checkout that ran it (+dirty if modified)."
+    )
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -172,6 +223,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; record files get the mode `open` gives traces (0644 by default).
+        os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(redact(data), handle, indent=2, ensure_ascii=False)
             handle.write("\n")
@@ -181,6 +234,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@lru_cache(maxsize=1)
+def _new_file_mode() -> int:
+    """0666 minus the process umask: what `open(path, "w")` would create."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_result(case_dir: Path, result: CaseResult) -> Path:

@@ -75,7 +75,11 @@ class Agent(Protocol):
 
 
 class RoleCaller:
-    """Calls one role's model, accounts tokens, traces the call, and turns failures into None."""
+    """Calls one role's model, accounts tokens, traces the call, and turns failures into None.
+
+    Two kinds of failure end the case instead: an unreachable server (InfrastructureError) and
+    a broken set-up (the ModelFailure of kind "config" is re-raised).
+    """
 
     def __init__(self, ledger: TokenLedger, trace: TraceWriter | None) -> None:
         self.ledger = ledger
@@ -109,6 +113,10 @@ class RoleCaller:
                 # A server that stays unreachable after the retries is an infrastructure
                 # failure: the case is reported (and retried by `pos bench`), not scored.
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
+            if failure.kind == "config":
+                # A rejected key, an unknown model or a server that does not speak chat: no
+                # step of this case can be measured, so the case ends unscored (config_error).
+                raise failure
             return None
         self.ledger.record(role, answer, step)
         self.emit(ModelCallEvent.of(answer, step=step, role=role, purpose=purpose))

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pos_agent.agents.settings import AgentLimits
+from pos_agent.agents.settings import AgentLimits, AuditClips
 from pos_agent.health import HealthConfig
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model
-from pos_agent.sentinel.audit import AuditClips
 
 Variant = Literal["pos", "no_consistency", "no_trapping", "generic_recovery"]
 VARIANTS: tuple[Variant, ...] = ("pos", "no_consistency", "no_trapping", "generic_recovery")
@@ -32,9 +31,9 @@ class PosConfig:
     limits: AgentLimits | None = None
     """Generation budget and schema bounds per role. None: each role's model gets its own
     profile (`settings.profile_for_model`) and the paper's budget for the task kind."""
-    clips: AuditClips = field(default_factory=AuditClips)
-    """How much of past observations the sentinel reads; the belief model and the policy see
-    every new observation whole."""
+    clips: AuditClips | None = None
+    """How much of past observations the sentinel reads; None: the sentinel role's profile
+    (whole for real models). The belief model and the policy see every new observation whole."""
     policy_observation_chars: int | None = None
     """Clip of the current observation in the policy prompt; None (the default) shows it whole."""
     temperature: float = 0.0

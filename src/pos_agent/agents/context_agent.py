@@ -110,7 +110,9 @@ class ContextAgent:
 
     def run(self, env: Environment) -> Episode:
         limits = self.limits or role_limits(
-            "policy", model=self.model.spec, generation_tokens=paper_generation_tokens(env.kind)
+            "policy",
+            model=self.model.spec,
+            generation_tokens=paper_generation_tokens(env.kind, env.name),
         )
         caller = ModelCaller(self.model, temperature=self.temperature)
         internal = InternalCalls(caller, self.call)

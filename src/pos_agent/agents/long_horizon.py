@@ -81,7 +81,9 @@ class _Run:
         self.env = env
         self.call = agent.call
         self.limits = agent.limits or role_limits(
-            "policy", model=agent.model.spec, generation_tokens=paper_generation_tokens(env.kind)
+            "policy",
+            model=agent.model.spec,
+            generation_tokens=paper_generation_tokens(env.kind, env.name),
         )
         self.caller = ModelCaller(agent.model, temperature=agent.temperature)
         self.internal = InternalCalls(self.caller, self.call)

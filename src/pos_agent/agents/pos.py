@@ -80,6 +80,7 @@ from pos_agent.health.recovery import (
     generic_recovery,
     should_release,
 )
+from pos_agent.kinds import TaskKind
 from pos_agent.llm import TokenLedger
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
@@ -160,10 +161,10 @@ class PosAgent:
     def run(self, env: Environment) -> Episode:
         cfg = self.config
         health_cfg = replace(cfg.health, task=_task_of(env))
-        self.diagnostic = health_cfg.task == "diagnostic"
+        self.diagnostic = health_cfg.task == "diagnosis"
         if cfg.limits is None:
             self.limits = AgentLimits.for_models(
-                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind)
+                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind, env.name)
             )
         self.transcript = Transcript()
         self.sentinel = Sentinel(
@@ -298,7 +299,7 @@ class PosAgent:
             update = self.validate(base, ops, candidate, step, turn.gap, judge)
         d = None
         progress = update.progress
-        if health_cfg.task == "diagnostic":
+        if health_cfg.task == "diagnosis":
             d, progress = diagnostic_progress(
                 _confidences(base), _confidences(update.belief), health_cfg.eps_diag
             )
@@ -590,5 +591,5 @@ def _confidences(belief: Belief) -> dict[str, float]:
     return out
 
 
-def _task_of(env: Environment) -> Literal["execution", "diagnostic"]:
-    return "diagnostic" if getattr(env, "kind", "execution") == "diagnosis" else "execution"
+def _task_of(env: Environment) -> TaskKind:
+    return "diagnosis" if getattr(env, "kind", "execution") == "diagnosis" else "execution"

@@ -71,7 +71,9 @@ class RawAgent:
 
     def run(self, env: Environment) -> Episode:
         limits = self.limits or role_limits(
-            "policy", model=self.model.spec, generation_tokens=paper_generation_tokens(env.kind)
+            "policy",
+            model=self.model.spec,
+            generation_tokens=paper_generation_tokens(env.kind, env.name),
         )
         episode = Episode()
         observation = env.reset()

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from pos_agent.agents.settings import SchemaBounds
+from pos_agent.kinds import GapKind
 
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Literal["observed", "inferred"]
-GapKindName = Literal["epistemic", "achievement"]
 ENUM_ACTION_LIMIT = 200  # longer admissible lists are not compiled into the decoding grammar
 
 # -- the standard (unbounded) schemas -------------------------------------------------------------
@@ -82,7 +82,7 @@ class RemoveRelation(BaseModel):
 
 class AddGap(BaseModel):
     op: Literal["add_gap"]
-    kind: GapKindName
+    kind: GapKind
     text: str
     refs: list[str] | None = None
     activate: bool | None = None

@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, get_args
 
+from pos_agent.kinds import TaskKind
+
 ProfileName = Literal["standard", "compact"]
 PROFILE_NAMES: tuple[ProfileName, ...] = get_args(ProfileName)
-TaskKind = Literal["execution", "diagnosis"]
 
 # Paper App. D.1: generation length of every agent-side call.
 EXECUTION_GENERATION_TOKENS = 512  # ALFWorld
@@ -28,8 +29,23 @@ DIAGNOSIS_GENERATION_TOKENS = 4_096  # LOCA-Bench, RCA-100, ClinDiag
 TEMPERATURE = 0.0  # paper App. D.1
 
 
-def paper_generation_tokens(kind: TaskKind) -> int:
-    """The paper's generation budget for a task kind (App. D.1)."""
+# Benchmarks whose generation length the paper states, by environment name (App. D.1). LOCA-Bench
+# is a tool benchmark of execution kind but gets the long budget.
+PAPER_GENERATION_TOKENS: Mapping[str, int] = {
+    "alfworld": EXECUTION_GENERATION_TOKENS,
+    "alfworld-mini": EXECUTION_GENERATION_TOKENS,
+    "loca": DIAGNOSIS_GENERATION_TOKENS,
+    "rca": DIAGNOSIS_GENERATION_TOKENS,
+    "rca-nezha": DIAGNOSIS_GENERATION_TOKENS,
+    "clindiag": DIAGNOSIS_GENERATION_TOKENS,
+}
+
+
+def paper_generation_tokens(kind: TaskKind, env: str | None = None) -> int:
+    """The paper's generation budget (App. D.1) for an environment, else for a task kind
+    (ScienceWorld and TextWorldExpress, which the paper does not run, get the execution one)."""
+    if env is not None and env in PAPER_GENERATION_TOKENS:
+        return PAPER_GENERATION_TOKENS[env]
     return DIAGNOSIS_GENERATION_TOKENS if kind == "diagnosis" else EXECUTION_GENERATION_TOKENS
 
 
@@ -86,6 +102,22 @@ class RoleBudgets:
 
 
 @dataclass(frozen=True)
+class AuditClips:
+    """How much of past observations the sentinel reads (characters; None: whole). The belief
+    model and the policy always see each new observation whole."""
+
+    transitions: int = 4
+    """Transitions the local audit sees (paper Table 8: the last 4)."""
+    audit_observation_chars: int | None = None
+    """Each observation in the local audit's and the progress judge's transitions."""
+    global_observation_chars: int | None = 400
+    """Each observation in the global audit's compact trajectory (DESIGN §3: "a compact
+    trajectory"; the paper gives no length, 400 characters is our choice)."""
+    evidence_chars: int | None = None
+    """Each cited observation shown to the belief model with the findings."""
+
+
+@dataclass(frozen=True)
 class Profile:
     """What a class of model gets: fixed budgets (or the suite's) and schema bounds."""
 
@@ -96,6 +128,8 @@ class Profile:
     render_entities: int | None = None
     """Entities of the belief rendered into a prompt (the active gap's first, the rest counted);
     None renders the whole belief."""
+    clips: AuditClips = AuditClips()
+    """What the sentinel reads of past observations."""
 
 
 # Sized for SmolLM2-135M under llama.cpp's grammar: an answer near its bounds still closes its
@@ -118,6 +152,8 @@ COMPACT = Profile(
     ),
     RoleBudgets(policy=128, belief=768, sentinel=512),
     render_entities=40,
+    # An 8K context holds the audit prompt only with short observations.
+    clips=AuditClips(audit_observation_chars=400, global_observation_chars=120, evidence_chars=600),
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}
@@ -137,6 +173,8 @@ class RoleLimits:
     bounds: SchemaBounds
     render_entities: int | None = None
     """Entities of the belief this role's prompts show (None: all)."""
+    clips: AuditClips = AuditClips()
+    """What this role reads of past observations (used by the sentinel)."""
 
 
 def role_limits(
@@ -152,7 +190,11 @@ def role_limits(
     chosen = PROFILES[profile or profile_for_model(model)]
     tokens = getattr(chosen.budgets, role) if chosen.budgets else generation_tokens
     return RoleLimits(
-        chosen.name, tokens, chosen.bounds.merged(bounds or {}), chosen.render_entities
+        chosen.name,
+        tokens,
+        chosen.bounds.merged(bounds or {}),
+        chosen.render_entities,
+        chosen.clips,
     )
 
 

@@ -3,7 +3,6 @@
 from pos_agent.belief.active_gap import ActiveGapChoice, retain_active_gap
 from pos_agent.belief.keys import Projection, focus_keys, project, world_keys
 from pos_agent.belief.model import (
-    GAP_KINDS,
     SOURCES,
     Belief,
     Entity,
@@ -23,6 +22,7 @@ from pos_agent.belief.patch import (
     select_active_gap,
 )
 from pos_agent.belief.render import render_belief
+from pos_agent.kinds import GAP_KINDS
 
 __all__ = [
     "GAP_KINDS",

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pos_agent.kinds import GapKind
+
 SourceKind = Literal["observed", "inferred"]
-GapKind = Literal["epistemic", "achievement"]
 SOURCES: tuple[SourceKind, ...] = ("observed", "inferred")
-GAP_KINDS: tuple[GapKind, ...] = ("epistemic", "achievement")
 Scalar = str | int | float | bool
 
 _SPACES = re.compile(r"\s+")

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pos_agent.belief.model import (
-    GAP_KINDS,
     SOURCES,
     Belief,
     Entity,
@@ -27,6 +26,7 @@ from pos_agent.belief.model import (
     id_order,
     normalize_text,
 )
+from pos_agent.kinds import GAP_KINDS
 
 PATCH_OPS: tuple[str, ...] = (
     "upsert_entity",

@@ -17,12 +17,15 @@ context_window: null   # raw baseline: cut the history to fit this many tokens (
                        # local models use their n_ctx)
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}
-  acon: {threshold_tokens: 2048, summary_tokens: 512}  # the baselines' parameters
+  acon: {threshold_tokens: 512, summary_tokens: 256}  # the baselines' parameters
   pace: {t_max: null}  # (agents/context/settings.py: every name, its default and its source)
   hiagent: {summary_tokens: 128}
   lh_harness: {max_rounds: 25}
 env_options: {}        # extra keyword arguments for make_env
 env_model: null        # environments with model roles (clindiag): SPEC, or {ROLE: SPEC}
+timeout_s: 120         # optional: deadline of one model request (CLI --timeout wins)
+max_retries: 4         # optional: retries of a failed model request (CLI --max-retries wins)
+case_timeout_s: 3600   # optional: wall-clock limit per case, unscored when hit (--case-timeout)
 ```
 
 `pos bench` options (`--generation-tokens`, `--profile`, `--bound`, `--context-window`) override
@@ -44,6 +47,7 @@ from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
 from pos_agent.envs._registry import env_model_roles
 from pos_agent.envs._types import EnvError
+from pos_agent.health.recovery import RecoveryMode
 
 
 def _no_seed() -> list[int | None]:
@@ -56,7 +60,7 @@ class MethodSettings(BaseModel):
 
     # Extra keys are the baselines' parameters, checked per method by `Suite`.
     model_config = ConfigDict(extra="allow")
-    recovery: Literal["soft", "hard", "both"] = "soft"
+    recovery: RecoveryMode = "soft"
     """Recovery mode of PoS variants."""
     global_audit_every: int | None = Field(default=None, ge=0)
     """Steps between global audits of PoS variants (paper Table 8: 8; 32 on LOCA-Bench only)."""
@@ -154,6 +158,22 @@ class Suite(BaseModel):
         SchemaBounds().merged(value)  # raises ValueError naming an unknown or bad bound
         return value
 
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Deadline of one model request in seconds; None keeps the model options' default."""
+    max_retries: int | None = Field(default=None, ge=0)
+    """Retries of a failed model request; None keeps the model options' default."""
+    case_timeout_s: float | None = Field(default=None, gt=0)
+    """Wall-clock limit per case in seconds; a case that reaches it is not scored."""
+
+    @field_validator("tasks")
+    @classmethod
+    def _each_task_once(cls, tasks: list[str] | Literal["all"]) -> list[str] | Literal["all"]:
+        if tasks != "all":
+            twice = sorted({t for t in tasks if tasks.count(t) > 1})
+            if twice:
+                raise ValueError(f"task(s) listed more than once: {', '.join(twice)}")
+        return tasks
+
     def task_ids(self) -> list[str]:
         if self.tasks == "all":
             from pos_agent.envs import list_tasks
@@ -169,20 +189,35 @@ class Suite(BaseModel):
         model: str,
         limit: int | None = None,
         env_models: dict[str, str] | None = None,
+        *,
+        lengths: list[str] | None = None,
+        seeds: list[int] | None = None,
     ) -> list[CaseSpec]:
         """Every (method, task, seed) case, methods interleaved so partial runs stay comparable.
 
         `env_models` ({role or "*": spec}, e.g. from `--env-model`) replaces the suite's
         `env_model`; either way every case gets the same environment models. Override the
-        suite's budgets first with `model_copy(update=...)`.
+        suite's budgets first with `model_copy(update=...)`. `lengths` keeps LOCA tasks of those
+        environment lengths and `seeds` keeps those of the suite's seeds; `limit` then keeps the
+        first N tasks.
         """
         chosen = resolve_env_models(
             self.env, env_models if env_models else self.requested_env_models()
         )
-        tasks = self.task_ids()[:limit] if limit else self.task_ids()
+        tasks = self.task_ids()
+        if lengths:
+            tasks = self._with_lengths(tasks, lengths)
+        chosen_seeds = self.seeds
+        if seeds:
+            unknown = [s for s in seeds if s not in self.seeds]
+            if unknown:
+                listed = ", ".join(str(s) for s in self.seeds)
+                raise ValueError(f"suite {self.name} has no seed(s) {unknown}; its seeds: {listed}")
+            chosen_seeds = [s for s in self.seeds if s in seeds]
+        tasks = tasks[:limit] if limit else tasks
         specs = []
         for task in tasks:
-            for seed in self.seeds:
+            for seed in chosen_seeds:
                 for agent in agents:
                     settings = self.methods.get(agent, MethodSettings())
                     specs.append(
@@ -206,6 +241,23 @@ class Suite(BaseModel):
                         )
                     )
         return specs
+
+    def _with_lengths(self, tasks: list[str], lengths: list[str]) -> list[str]:
+        if self.env != "loca":
+            raise ValueError(f"--lengths applies to LOCA suites; {self.name} runs {self.env}")
+        from pos_agent.envs import EnvError
+        from pos_agent.envs.loca.cases import normalize_length, parse_task_id
+
+        try:
+            wanted = {normalize_length(length) for length in lengths}
+        except EnvError as exc:
+            raise ValueError(str(exc)) from exc
+        kept = [t for t in tasks if parse_task_id(t)[1] in wanted]
+        if not kept:
+            raise ValueError(
+                f"suite {self.name} has no task at length(s) {', '.join(sorted(wanted))}"
+            )
+        return kept
 
 
 def builtin_suites() -> list[str]:

@@ -6,7 +6,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import platform
 import re
 import shutil
@@ -18,12 +17,13 @@ from pathlib import Path
 from typing import Literal
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
 from pos_agent.cli.app import app
-from pos_agent.llm import Message, ModelFailure, ModelOptions, load_model
+from pos_agent.envs.alfworld import alfworld_data_dir
+from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role
+from pos_agent.llm.backend import MODE_NAMES
 
 Status = Literal["ok", "warn", "fail"]
 MIN_PYTHON = (3, 11)
@@ -32,23 +32,12 @@ MIN_PYTHON = (3, 11)
 PACKAGES: tuple[tuple[str, str, str, str], ...] = (
     ("pydantic", "pydantic", "schemas", "uv sync --frozen"),
     ("llama_cpp", "llama-cpp-python", "the local model", "uv sync --frozen --extra local"),
-    ("openai", "openai", "OpenAI-compatible servers", "uv sync --frozen --extra openai"),
+    ("httpx", "httpx", "OpenAI-compatible servers", "uv sync --frozen --extra openai"),
     ("alfworld", "alfworld", "ALFWorld", "uv sync --frozen --extra envs"),
     ("scienceworld", "scienceworld", "ScienceWorld", "uv sync --frozen --extra envs"),
     ("textworld_express", "textworld-express", "TextWorldExpress", "uv sync --frozen --extra envs"),
 )
 JAVA_FIX = "apt-get install default-jre-headless (ScienceWorld and TextWorldExpress run on Java)"
-_PROBE_PROMPT = [
-    Message("system", "You are a calculator that answers in JSON."),
-    Message("user", 'What is 2 + 3? Reply with status "ok" and the answer.'),
-]
-
-
-class DoctorProbe(BaseModel):
-    """The small object every checked model must produce."""
-
-    status: Literal["ok"]
-    answer: int
 
 
 @dataclass(frozen=True)
@@ -102,12 +91,6 @@ def check_java() -> Check:
         return Check("java", "warn", f"{java} -version failed: {first_line}", JAVA_FIX)
     found = re.search(r'version "([^"]+)"', first_line)
     return Check("java", "ok", f"{found.group(1) if found else first_line} ({java})")
-
-
-def alfworld_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    configured = environ.get("ALFWORLD_DATA")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "alfworld"
 
 
 def check_alfworld_data(environ: Mapping[str, str] | None = None) -> Check:
@@ -198,43 +181,35 @@ def check_prompt_batch(spec: str = "local", timeout_s: float = 600.0) -> Check:
 
 
 def check_model(spec: str, base_url: str | None = None) -> Check:
-    """One real structured call: ok only when the model answers a schema-valid object."""
+    """One real structured call: ok only when the model answers a schema-valid object. The
+    detail says how the output was held to the schema (for a server: the mode it accepted)."""
     name = f"model {spec}"
-    # Few, short retries: the doctor should answer in seconds, not wait out an outage.
-    options = ModelOptions(base_url=base_url, max_retries=1, backoff_base_s=0.2, backoff_cap_s=1.0)
-    try:
-        model = load_model(spec, options)
-        answer = model.complete(_PROBE_PROMPT, schema=DoctorProbe, max_tokens=64)
-    except ModelFailure as failure:
-        return Check(name, "fail", str(failure), _model_fix(failure, spec))
+    outcome = probe(spec, ModelOptions(base_url=base_url))
+    if outcome.failure is not None:
+        failure = outcome.failure
+        tried = f"; structured output: {_mode(failure.structured_mode)}"
+        detail = str(failure) + (tried if failure.structured_mode else "")
+        return Check(name, "fail", detail, outcome.advice)
+    assert outcome.answer is not None
+    answer = outcome.answer
     return Check(
         name,
         "ok",
         f"schema-valid answer {answer.text.strip()!r} in {answer.latency_s:.2f}s "
         f"({answer.usage.prompt_tokens} prompt + {answer.usage.completion_tokens} completion "
-        f"tokens, {answer.repairs} repairs)",
+        f"tokens, {answer.repairs} repairs); structured output: {_mode(answer.structured_mode)}",
     )
 
 
-def _model_fix(failure: ModelFailure, spec: str) -> str:
-    if failure.kind == "config":
-        return "see the message; docs/models.md lists the model specs and their settings"
-    if failure.kind in ("transport", "timeout"):
-        return (
-            "check that the server is running and reachable (--base-url, usually ending in /v1) "
-            "and that the key variable is set"
-        )
-    return (
-        f"{spec} answered but not in the required shape; use a stronger model or a server "
-        "with JSON-schema output"
-    )
+def _mode(mode: StructuredMode | None) -> str:
+    return f"{mode} ({MODE_NAMES[mode]})" if mode is not None else "none"
 
 
 def run_checks(models: list[str], base_url: str | None) -> list[Check]:
     checks = [check_python()]
     checks += [check_package(*package) for package in PACKAGES]
     checks += [check_java(), check_alfworld_data()]
-    local = [spec for spec in models if spec in ("", "local") or spec.startswith("gguf:")]
+    local = [spec for spec in models if wants_context_per_role(spec)]
     llama_cpp_installed = importlib.util.find_spec("llama_cpp") is not None
     if local and llama_cpp_installed:
         checks.append(check_cpu())

@@ -47,6 +47,12 @@ def envs_command(
     split: Annotated[
         str | None, typer.Option(help="Split to list (default: the environment's).")
     ] = None,
+    loca_root: Annotated[
+        str | None,
+        typer.Option(
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+        ),
+    ] = None,
 ) -> None:
     """List the environments and their tasks."""
     console = Console()
@@ -62,10 +68,16 @@ def envs_command(
     problems: list[str] = []
     for name in names:
         try:
-            specs = list_tasks(name, split)
+            options = {"loca_root": loca_root} if name == "loca" and loca_root else {}
+            specs = list_tasks(name, split, **options)
         except EnvError as exc:
             table.add_row(name, split or "-", "-", "-", Text("unavailable (see below)", "yellow"))
             problems.append(f"{name}: {exc}")
+            continue
+        if name == "loca" and env is not None:
+            # 105 (task, length) pairs x 5 seeds: one row per task says it more compactly.
+            for row in _loca_rows(specs):
+                table.add_row(*row)
             continue
         if env is None and len(specs) > SUMMARIZE_ABOVE:
             # ALFWorld's splits, ClinDiag and RCA hold hundreds of tasks: summarize unless asked.
@@ -80,10 +92,37 @@ def envs_command(
             )
             continue
         for spec in specs:
-            table.add_row(spec.env, spec.split, spec.task_id, spec.category, spec.description)
+            # Task ids and descriptions come from data files: shown as text, never as markup.
+            cells = (spec.env, spec.split, spec.task_id, spec.category, spec.description)
+            table.add_row(*(Text(str(cell)) for cell in cells))
     console.print(table)
     for problem in problems:
         console.print(Text(problem, style="yellow"))
+
+
+def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:
+    """One row per LOCA task: its lengths and seeds (`<Task>-<length>` is the task id)."""
+    from pos_agent.envs.loca.cases import parse_task_id
+
+    lengths: dict[str, list[str]] = {}
+    first: dict[str, Any] = {}
+    for spec in specs:
+        task, length = parse_task_id(spec.task_id)
+        lengths.setdefault(task, []).append(length or "?")
+        first.setdefault(task, spec)
+    rows = []
+    for task, spec in sorted(first.items(), key=lambda item: (item[1].category, item[0])):
+        seeds = spec.description.split("seeds ", 1)[-1].split(";", 1)[0]
+        rows.append(
+            (
+                spec.env,
+                spec.split,
+                f"{task}-{{{','.join(lengths[task])}}}",
+                spec.category,
+                f"seeds {seeds}",
+            )
+        )
+    return rows
 
 
 @app.command("play")

@@ -77,6 +77,14 @@ def view(
     except OSError as exc:
         typer.echo(f"error: cannot read or write the trace: {exc}", err=True)
         raise typer.Exit(1) from None
+    except UnicodeDecodeError as exc:
+        typer.echo(
+            f"error: the trace in {trace_dir} is not UTF-8 text (byte {exc.start}: "
+            f"{exc.object[exc.start : exc.start + 1]!r}); PoS writes UTF-8, so this file was "
+            "damaged or written by something else",
+            err=True,
+        )
+        raise typer.Exit(1) from None
     typer.echo(str(path))
     if open_page:
         webbrowser.open(path.resolve().as_uri())

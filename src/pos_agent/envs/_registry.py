@@ -19,6 +19,7 @@ ENV_NAMES = (
     "clindiag",
     "rca",
     "rca-nezha",
+    "loca",
 )
 _ALIASES = {
     "alfworld_mini": "alfworld-mini",
@@ -32,6 +33,9 @@ _ALIASES = {
     "clin_diag": "clindiag",
     "rca_nezha": "rca-nezha",
     "nezha": "rca-nezha",
+    "loca-bench": "loca",
+    "loca_bench": "loca",
+    "locabench": "loca",
 }
 # Options each environment accepts besides max_steps, split and seed.
 _OPTIONS: dict[str, set[str]] = {
@@ -42,9 +46,15 @@ _OPTIONS: dict[str, set[str]] = {
     "clindiag": {"data_dir", "provider", "judge"},
     "rca": {"data_dir", "max_tool_calls"},
     "rca-nezha": {"data_dir", "max_tool_calls"},
+    "loca": {"loca_root", "workdir", "runtime_dir", "keep_workspace", "setup_timeout"},
 }
 # Options `list_tasks` accepts (a suite passes its env_options through).
-_LIST_OPTIONS = {"clindiag": {"data_dir"}, "rca": {"data_dir"}, "rca-nezha": {"data_dir"}}
+_LIST_OPTIONS = {
+    "clindiag": {"data_dir"},
+    "rca": {"data_dir"},
+    "rca-nezha": {"data_dir"},
+    "loca": {"loca_root"},
+}
 
 
 def canonical_env(env: str) -> str:
@@ -65,6 +75,11 @@ def env_model_roles(env: str) -> dict[str, str]:
 
         return dict(MODEL_ROLES)
     return {}
+
+
+def accepts_option(env: str, option: str) -> bool:
+    """Whether `make_env` takes this option for the environment (e.g. `workdir` for loca)."""
+    return option in _OPTIONS[canonical_env(env)]
 
 
 def list_envs() -> list[str]:
@@ -96,6 +111,10 @@ def list_tasks(env: str, split: str | None = None, **options: Any) -> list[TaskS
         from pos_agent.envs.rca import list_rca_tasks
 
         return list_rca_tasks(name, split, data_dir)
+    if name == "loca":
+        from pos_agent.envs.loca.cases import list_loca_tasks
+
+        return list_loca_tasks(split, options.get("loca_root"))
     if name in ("alfworld", "alfworld-mini"):
         from pos_agent.envs.alfworld import list_mini_tasks, list_official_tasks
 
@@ -131,6 +150,10 @@ def make_env(
     environment never loads a model, the harness passes them (`env_model_roles`); RCA
     `data_dir`, `max_tool_calls` (150). `rca` needs `data_dir` (or POS_RCA_DATA); `rca-nezha`
     defaults to ../shared/data/rca-nezha.
+    LOCA-Bench (`loca`; task `<Task>-<length>`, seed 42/123/456/789/2024, budget 100 tool
+    calls): `loca_root` (default $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench), `workdir`
+    (per-case folder for generated data; default a temporary one), `runtime_dir`,
+    `keep_workspace`, `setup_timeout` (seconds).
     """
     name = canonical_env(env)
     unknown = set(options) - _OPTIONS[name]
@@ -147,6 +170,7 @@ def make_env(
         "clindiag": lambda: _make_clindiag(task, split, max_steps, options),
         "rca": lambda: _make_rca(name, task, split, max_steps, options),
         "rca-nezha": lambda: _make_rca(name, task, split, max_steps, options),
+        "loca": lambda: _make_loca(task, split, seed, max_steps, options),
     }
     return builders[name]()
 
@@ -225,4 +249,27 @@ def _make_rca(
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
         data_dir=options.get("data_dir"),
+    )
+
+
+def _make_loca(
+    task: str, split: str | None, seed: int | None, max_steps: int | None, options: dict[str, Any]
+) -> Environment:
+    from pos_agent.envs.loca.environment import SETUP_TIMEOUT, LocaEnvironment
+
+    timeout = options.get("setup_timeout")
+    try:
+        setup_timeout = float(timeout) if timeout is not None else SETUP_TIMEOUT
+    except (TypeError, ValueError) as exc:
+        raise EnvError(f"setup_timeout must be a number of seconds (got {timeout!r}).") from exc
+    return LocaEnvironment(
+        task,
+        split=split,
+        seed=seed,
+        max_steps=max_steps,
+        loca_root=options.get("loca_root"),
+        workdir=options.get("workdir"),
+        runtime_dir=options.get("runtime_dir"),
+        keep_workspace=bool(options.get("keep_workspace", False)),
+        setup_timeout=setup_timeout,
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
-TaskKind = Literal["execution", "diagnosis"]
+from pos_agent.kinds import TaskKind
 
 
 class EnvError(Exception):
@@ -14,6 +14,14 @@ class EnvError(Exception):
 
     The message always says what to do about it.
     """
+
+
+def choose_split(split: str | None, splits: tuple[str, ...], default: str, benchmark: str) -> str:
+    """`split`, or the default when None; EnvError naming the valid ones when unknown."""
+    chosen = split or default
+    if chosen not in splits:
+        raise EnvError(f"Unknown {benchmark} split {chosen!r}; use one of {', '.join(splits)}.")
+    return chosen
 
 
 class InfrastructureError(Exception):

@@ -19,13 +19,14 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.envs._types import EnvError, TaskSpec
+from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 OFFICIAL_ENV = "alfworld"
 MINI_ENV = "alfworld-mini"
@@ -129,9 +130,10 @@ def _mini_games() -> tuple[AlfWorldGame, ...]:
     return tuple(games)
 
 
-def alfworld_data_dir() -> Path:
+def alfworld_data_dir(environ: Mapping[str, str] | None = None) -> Path:
     """`$ALFWORLD_DATA`, or ALFWorld's default cache `~/.cache/alfworld`."""
-    return Path(os.environ.get("ALFWORLD_DATA") or "~/.cache/alfworld").expanduser()
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("ALFWORLD_DATA") or "~/.cache/alfworld").expanduser()
 
 
 def _missing_data_message(data_dir: Path, split: str) -> str:
@@ -191,15 +193,6 @@ def _official_games(data_dir: Path, split: str) -> tuple[AlfWorldGame, ...]:
     return tuple(games)
 
 
-def _check_official_split(split: str | None) -> str:
-    chosen = split or OFFICIAL_DEFAULT_SPLIT
-    if chosen not in OFFICIAL_SPLITS:
-        raise EnvError(
-            f"Unknown ALFWorld split {chosen!r}; use one of {', '.join(OFFICIAL_SPLITS)}."
-        )
-    return chosen
-
-
 def _check_mini_split(split: str | None) -> str:
     if split not in (None, MINI_SPLIT):
         raise EnvError(f"{MINI_ENV} has a single split, {MINI_SPLIT!r} (got {split!r}).")
@@ -208,7 +201,12 @@ def _check_mini_split(split: str | None) -> str:
 
 def official_games(split: str | None = None) -> list[AlfWorldGame]:
     """The official games of a split; raises EnvError naming `alfworld-download` if missing."""
-    return list(_official_games(alfworld_data_dir(), _check_official_split(split)))
+    return list(
+        _official_games(
+            alfworld_data_dir(),
+            choose_split(split, OFFICIAL_SPLITS, OFFICIAL_DEFAULT_SPLIT, "ALFWorld"),
+        )
+    )
 
 
 def mini_games(split: str | None = None) -> list[AlfWorldGame]:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pos_agent.envs._episode import BackendResult
 from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
-from pos_agent.envs._types import EnvError, TaskSpec
+from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "scienceworld"
 SPLITS = ("train", "dev", "test")
@@ -60,7 +60,7 @@ def resolve_task(name: str) -> str:
 
 def list_scienceworld_tasks(split: str | None) -> list[TaskSpec]:
     """The 30 ScienceWorld tasks (variations are chosen with `seed`)."""
-    chosen = _check_split(split)
+    chosen = choose_split(split, SPLITS, DEFAULT_SPLIT, "ScienceWorld")
     return [
         TaskSpec(
             env=ENV_NAME,
@@ -71,13 +71,6 @@ def list_scienceworld_tasks(split: str | None) -> list[TaskSpec]:
         )
         for task in _task_table()
     ]
-
-
-def _check_split(split: str | None) -> str:
-    chosen = split or DEFAULT_SPLIT
-    if chosen not in SPLITS:
-        raise EnvError(f"Unknown ScienceWorld split {chosen!r}; use one of {', '.join(SPLITS)}.")
-    return chosen
 
 
 def _describe_variations(variations: list[int]) -> str:
@@ -107,7 +100,7 @@ class ScienceWorldEnvironment(JvmEnvironment):
             task_id=canonical,
             max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps,
             category=topics[canonical],
-            split=_check_split(split),
+            split=choose_split(split, SPLITS, DEFAULT_SPLIT, "ScienceWorld"),
         )
         require_java(ENV_NAME)
         self.simplifications = simplifications

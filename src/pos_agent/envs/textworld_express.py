@@ -15,7 +15,7 @@ from typing import Any
 
 from pos_agent.envs._episode import BackendResult
 from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
-from pos_agent.envs._types import EnvError, TaskSpec
+from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "textworld-express"
 SPLITS = ("train", "dev", "test")
@@ -63,15 +63,6 @@ def _import_twx() -> Any:
     return textworld_express
 
 
-def _check_split(split: str | None) -> str:
-    chosen = split or DEFAULT_SPLIT
-    if chosen not in SPLITS:
-        raise EnvError(
-            f"Unknown TextWorldExpress split {chosen!r}; use one of {', '.join(SPLITS)}."
-        )
-    return chosen
-
-
 def known_games() -> list[str]:
     """Games the installed package offers (the three of the paper first)."""
     module = _import_twx()
@@ -81,7 +72,7 @@ def known_games() -> list[str]:
 
 def list_twx_tasks(split: str | None) -> list[TaskSpec]:
     """cookingworld, twc and coin (instances are chosen with `seed`)."""
-    chosen = _check_split(split)
+    chosen = choose_split(split, SPLITS, DEFAULT_SPLIT, "TextWorldExpress")
     return [
         TaskSpec(
             env=ENV_NAME,
@@ -151,7 +142,7 @@ class TextWorldExpressEnvironment(JvmEnvironment):
             task_id=game,
             max_steps=DEFAULT_MAX_STEPS if max_steps is None else max_steps,
             category=game,
-            split=_check_split(split),
+            split=choose_split(split, SPLITS, DEFAULT_SPLIT, "TextWorldExpress"),
         )
         require_java(ENV_NAME)
         self.game_params = {**DEFAULT_GAME_PARAMS.get(game, {}), **parse_game_params(game_params)}

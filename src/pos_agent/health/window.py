@@ -12,10 +12,9 @@ from itertools import islice
 from typing import Literal, get_args
 
 from pos_agent.health.distance import WorldKeys, jaccard_distance, world_distance
+from pos_agent.kinds import TASK_KINDS, GapKind, TaskKind, TrapPattern
 
-TaskKind = Literal["execution", "diagnostic"]
-GapKind = Literal["epistemic", "achievement"]
-TrapPattern = Literal["static", "cycle", "drift"]
+Diagnosis = Literal["paper", "improved"]
 
 # Slack for "<=" against a threshold: a distance or health that equals the threshold in exact
 # arithmetic (e.g. a mean of thirds against 0.15) must not flip on the last bit of a float.
@@ -54,6 +53,12 @@ class WindowStep:
     progress: int
     """Progress label u in {0, 1} of the transition (Eq. 4 or the sentinel's judgment)."""
 
+    novel: int | None = None
+    """Entities first seen at this step over the whole episode, if the caller tracks them.
+
+    Only the `improved` diagnosis reads it (first-seen entities are exploration); when None it
+    counts entities absent from every earlier step of the window instead."""
+
     def __post_init__(self) -> None:
         for name in ("world", "focus"):
             if not isinstance(getattr(self, name), WorldKeys):
@@ -62,6 +67,12 @@ class WindowStep:
                 )
         if self.progress not in (0, 1):
             raise ValueError(f"WindowStep.progress must be 0 or 1, got {self.progress!r}")
+        if self.novel is not None and (
+            isinstance(self.novel, bool) or not isinstance(self.novel, int) or self.novel < 0
+        ):
+            raise ValueError(
+                f"WindowStep.novel must be None or an integer >= 0, got {self.novel!r}"
+            )
         object.__setattr__(self, "progress", int(self.progress))
         object.__setattr__(self, "epistemic", _as_frozenset(self.epistemic))
         object.__setattr__(self, "achievement", _as_frozenset(self.achievement))
@@ -95,10 +106,26 @@ class HealthConfig:
     """theta_R: recurrence at least this (with lag > 1) diagnoses a cycle."""
 
     task: TaskKind = "execution"
-    """Task family; breaks ties on the blocked gap kind ("diagnostic" -> epistemic)."""
+    """Task family; breaks ties on the blocked gap kind ("diagnosis" -> epistemic). The
+    spelling "diagnostic" (DESIGN §4) is accepted and read as "diagnosis"."""
+
+    diagnosis: Diagnosis = "paper"
+    """"paper": Eq. 5-6 as published; "improved": the diagnosis of `health.improved`, which
+    counts changed records instead of thresholding the whole-world Jaccard distance."""
+
+    recent: int = 4
+    """improved: how many of the latest transitions decide whether the window is trapped."""
+
+    change_tolerance: int = 0
+    """improved: two worlds whose key sets differ in at most this many keys are the same."""
 
     def __post_init__(self) -> None:
-        for name, minimum in (("window", 2), ("max_lag", 1)):
+        for name, minimum in (
+            ("window", 2),
+            ("max_lag", 1),
+            ("recent", 1),
+            ("change_tolerance", 0),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(
@@ -106,9 +133,15 @@ class HealthConfig:
                 )
         for name in ("eps_w", "eps_diag", "theta_h", "theta_r"):
             _check_unit_interval(name, getattr(self, name))
-        if self.task not in get_args(TaskKind):
+        if self.task == "diagnostic":
+            object.__setattr__(self, "task", "diagnosis")  # DESIGN §4's spelling
+        if self.task not in TASK_KINDS:
             raise ValueError(
-                f"HealthConfig.task must be 'execution' or 'diagnostic', got {self.task!r}"
+                f"HealthConfig.task must be 'execution' or 'diagnosis', got {self.task!r}"
+            )
+        if self.diagnosis not in get_args(Diagnosis):
+            raise ValueError(
+                f"HealthConfig.diagnosis must be 'paper' or 'improved', got {self.diagnosis!r}"
             )
 
 
@@ -117,7 +150,7 @@ class HealthReport:
     """The health of one window and, when trapped, its diagnosis."""
 
     ready: bool
-    """The window is full: at least `window` steps were given."""
+    """Enough steps to judge: the full window (paper), or `recent` + 1 steps (improved)."""
 
     persistence_e: float
     """P_epistemic: share of the first step's epistemic gaps still open at every step [5a]."""
@@ -138,7 +171,7 @@ class HealthReport:
     """H = 1 - max_X [P_X * max(S, R)] [5c]."""
 
     trapped: bool
-    """The window is full and H <= theta_H."""
+    """The report is ready and H <= theta_H."""
 
     pattern: TrapPattern | None
     """Trap pattern when trapped: "static", "cycle", "drift", or None (none or not trapped)."""
@@ -309,7 +342,7 @@ def _blocked_kind(
         return "epistemic"
     if persistence_a > persistence_e:
         return "achievement"
-    return "epistemic" if task == "diagnostic" else "achievement"
+    return "epistemic" if task == "diagnosis" else "achievement"
 
 
 _DEFAULT_CONFIG = HealthConfig()
@@ -321,7 +354,13 @@ def assess_window(
     """Health (Eq. 5) of the last `config.window` steps and, when trapped, the diagnosis (Eq. 6).
 
     Fewer steps than the window are assessed as they are but are never `ready` nor `trapped`.
+    With `config.diagnosis == "improved"` the window is read by `health.improved` instead.
     """
+    if config.diagnosis == "improved":
+        # Imported here: the improved module builds on this one's types.
+        from pos_agent.health.improved import assess_improved
+
+        return assess_improved(steps, config)
     window = list(islice(steps, max(0, len(steps) - config.window), None))
     size = len(window)
     ready = len(steps) >= config.window

@@ -5,25 +5,33 @@ accounting (DESIGN.md section 5).
     model = load_model("local")                       # or "openai:gpt-4o-mini", "scripted", ...
     answer = model.complete([Message("user", "...")], schema=Action, max_tokens=256)
     answer.parsed                                      # a validated Action
+
+This is what a library user needs. Writing a backend of your own takes the parts in
+`pos_agent.llm.backend` (see docs/adding-a-backend.md).
 """
 
-from pos_agent.llm._backend import Backend, BackendError, GenerationRequest, RawReply
-from pos_agent.llm._cache import CachedOutcome, CacheRequest, ResponseCache, cache_key
+import warnings
+from typing import Any
+
+from pos_agent.llm._cache import ResponseCache
 from pos_agent.llm._ledger import CallTotals, TokenLedger
-from pos_agent.llm._load import DEFAULT_SPEC, ModelSpec, load_model, parse_spec
+from pos_agent.llm._load import load_model
 from pos_agent.llm._options import CacheMode, ModelOptions
-from pos_agent.llm._reliable import ReliableModel, backoff_delay
-from pos_agent.llm._scripted import ScriptedBackend, ScriptedModel, ScriptedReply
-from pos_agent.llm._structured import json_schema_of
+from pos_agent.llm._preflight import ProbeOutcome, preflight, probe
+from pos_agent.llm._registry import DEFAULT_SPEC, ModelSpec, parse_spec, wants_context_per_role
+from pos_agent.llm._reliable import ReliableModel
+from pos_agent.llm._scripted import ScriptedModel, ScriptedReply
 from pos_agent.llm._types import (
     FAILURE_KINDS,
     ROLES,
+    STRUCTURED_MODES,
     Completion,
     FailureKind,
     Message,
     Model,
     ModelFailure,
     Role,
+    StructuredMode,
     Usage,
 )
 
@@ -31,32 +39,59 @@ __all__ = [
     "DEFAULT_SPEC",
     "FAILURE_KINDS",
     "ROLES",
-    "Backend",
-    "BackendError",
+    "STRUCTURED_MODES",
     "CacheMode",
-    "CacheRequest",
-    "CachedOutcome",
     "CallTotals",
     "Completion",
     "FailureKind",
-    "GenerationRequest",
     "Message",
     "Model",
     "ModelFailure",
     "ModelOptions",
     "ModelSpec",
-    "RawReply",
+    "ProbeOutcome",
     "ReliableModel",
     "ResponseCache",
     "Role",
-    "ScriptedBackend",
     "ScriptedModel",
     "ScriptedReply",
+    "StructuredMode",
     "TokenLedger",
     "Usage",
-    "backoff_delay",
-    "cache_key",
-    "json_schema_of",
     "load_model",
     "parse_spec",
+    "preflight",
+    "probe",
+    "wants_context_per_role",
 ]
+
+# Names that moved to pos_agent.llm.backend; still importable from here, with a warning, so
+# code written against the old layout keeps working while it is updated.
+_MOVED = frozenset(
+    {
+        "Backend",
+        "BackendError",
+        "CacheRequest",
+        "CachedOutcome",
+        "GenerationRequest",
+        "RawReply",
+        "ScriptedBackend",
+        "backoff_delay",
+        "cache_key",
+        "json_schema_of",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from pos_agent.llm import backend
+
+        warnings.warn(
+            f"import {name} from pos_agent.llm.backend; pos_agent.llm keeps only what library "
+            "users need",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(backend, name)
+    raise AttributeError(f"module 'pos_agent.llm' has no attribute {name!r}")

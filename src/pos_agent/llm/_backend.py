@@ -1,4 +1,7 @@
-"""What a backend implements: one raw generation, with errors classified for the retry loop."""
+"""What a backend implements: one raw generation, with errors classified for the retry loop.
+
+Backend authors import these from `pos_agent.llm.backend`; see docs/adding-a-backend.md.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pos_agent.llm._structured import JsonSchema
-from pos_agent.llm._types import Message, Usage
+from pos_agent.llm._types import Message, StructuredMode, Usage
 
 BackendErrorKind = Literal["transport", "timeout", "config"]
 
@@ -15,7 +18,10 @@ class BackendError(Exception):
     """A backend call that failed before producing output.
 
     `retryable` marks the transient ones (timeouts, 429, 5xx, dropped connections);
-    `retry_after_s` carries a server's Retry-After hint. Messages must not contain secrets.
+    `retry_after_s` carries a server's Retry-After hint. `outage` says the server looks down
+    (unreachable, timing out, failing): consecutive outages open the circuit breaker of its base
+    URL. It defaults to `retryable`; a 429 is retryable but no outage (the server is up, only
+    busy). Messages must not contain secrets.
     """
 
     def __init__(
@@ -25,12 +31,14 @@ class BackendError(Exception):
         *,
         retryable: bool,
         retry_after_s: float | None = None,
+        outage: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.kind: BackendErrorKind = kind
         self.message = message
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.outage = retryable if outage is None else outage
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,19 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class RawReply:
-    """What a backend produced. `truncated` means generation stopped at max_tokens."""
+    """What a backend produced. `truncated` means generation stopped at max_tokens.
+
+    `structured_mode` says how the backend held the output to `request.schema` (None: it did
+    not, the schema was only in the prompt). `defect` names a problem the backend already saw
+    in the output (say, a reply over the size cap, of which `text` is only the start): the
+    reliability layer treats it as bad output, with a repair turn, never as a transport error.
+    """
 
     text: str
     usage: Usage
     truncated: bool = False
+    structured_mode: StructuredMode | None = None
+    defect: str | None = None
 
 
 class Backend(Protocol):
@@ -64,7 +80,12 @@ class Backend(Protocol):
 
     `name`, `model_id` and `base_url` identify the backend in cache keys: `model_id` must be
     stable across machines (a file name and size, not an absolute path) and `base_url` must
-    carry no credentials.
+    carry no credentials. A backend with a `base_url` shares a circuit breaker with every
+    other backend of that URL in the process.
+
+    Optional attributes, read with getattr: `constrains_output` (True when decoding already
+    enforces the schema, so it need not be spelled out in the prompt) and `secrets` (strings
+    to scrub from everything written or shown: keys, URL passwords).
     """
 
     name: str

@@ -16,7 +16,7 @@ from typing import Any
 
 from pos_agent.llm._options import CacheMode
 from pos_agent.llm._structured import JsonSchema, canonical_json
-from pos_agent.llm._types import FailureKind, Message, Usage
+from pos_agent.llm._types import STRUCTURED_MODES, FailureKind, Message, StructuredMode, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +41,16 @@ CREATE TABLE IF NOT EXISTS responses (
     latency_s REAL NOT NULL,
     failure_kind TEXT,
     failure_message TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    structured_mode TEXT
 )
 """
+# Files written before the structured_mode column existed get it added on open.
+_ADD_MODE_COLUMN = "ALTER TABLE responses ADD COLUMN structured_mode TEXT"
+_COLUMNS = (
+    "key, backend, model, base_url, request, text, parsed, prompt_tokens, completion_tokens, "
+    "repairs, attempts, latency_s, failure_kind, failure_message, created_at, structured_mode"
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,9 @@ class CacheRequest:
         }
 
     def key(self) -> str:
-        return hashlib.sha256(canonical_json(self.payload()).encode("utf-8")).hexdigest()
+        # surrogatepass: a prompt holding a lone surrogate still gets a key (and a distinct one).
+        data = canonical_json(self.payload()).encode("utf-8", errors="surrogatepass")
+        return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,7 @@ class CachedOutcome:
     latency_s: float
     failure_kind: FailureKind | None = None
     failure_message: str | None = None
+    structured_mode: StructuredMode | None = None
 
 
 def cache_key(
@@ -129,7 +139,8 @@ class ResponseCache:
 
     Each process opens its own connection on first use, so an instance can be handed to
     worker processes. Storage errors never reach the caller: a broken cache logs a warning and
-    behaves as a miss.
+    behaves as a miss, whatever went wrong (a locked or corrupt file, a full disk, text that
+    cannot be encoded, a row that cannot be read back).
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: CacheMode = "readwrite") -> None:
@@ -161,42 +172,36 @@ class ResponseCache:
             return None
         if self.mode == "read" and not self.path.exists():
             return None
+        # Storage must never fail a call (the class promise): any error is a logged miss.
         try:
             with self._lock:
                 row = (
                     self._connect()
                     .execute(
                         "SELECT text, parsed, prompt_tokens, completion_tokens, repairs, "
-                        "attempts, latency_s, failure_kind, failure_message "
+                        "attempts, latency_s, failure_kind, failure_message, structured_mode "
                         "FROM responses WHERE key = ?",
                         (key,),
                     )
                     .fetchone()
                 )
-        except (sqlite3.Error, OSError) as exc:
+            if row is None:
+                return None
+            return _outcome_of(row)
+        except Exception as exc:
             logger.warning("response cache %s unreadable, treating as a miss: %s", self.path, exc)
             return None
-        if row is None:
-            return None
-        text, parsed, prompt_tokens, completion_tokens, repairs, attempts, latency, kind, why = row
-        try:
-            parsed_value = json.loads(parsed) if parsed is not None else None
-        except json.JSONDecodeError:
-            return None
-        return CachedOutcome(
-            text=text,
-            parsed=parsed_value,
-            usage=Usage(int(prompt_tokens), int(completion_tokens)),
-            repairs=int(repairs),
-            attempts=int(attempts),
-            latency_s=float(latency),
-            failure_kind=kind,
-            failure_message=why,
-        )
 
     def put(self, request: CacheRequest, outcome: CachedOutcome) -> None:
         if not self.writable:
             return
+        # Storage must never fail a call (the class promise): any error is a logged skip.
+        try:
+            self._put(request, outcome)
+        except Exception as exc:
+            logger.warning("response cache %s not written: %s", self.path, exc)
+
+    def _put(self, request: CacheRequest, outcome: CachedOutcome) -> None:
         row = (
             request.key(),
             request.backend,
@@ -213,25 +218,23 @@ class ResponseCache:
             outcome.failure_kind,
             outcome.failure_message,
             time.time(),
+            outcome.structured_mode,
         )
-        try:
-            with self._lock:
-                connection = self._connect()
-                # One statement in its own immediate transaction: writers queue on the busy
-                # timeout instead of failing, and hold the lock for microseconds.
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    connection.execute(
-                        "INSERT OR REPLACE INTO responses VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        row,
-                    )
-                except BaseException:
-                    connection.execute("ROLLBACK")
-                    raise
-                connection.execute("COMMIT")
-        except (sqlite3.Error, OSError) as exc:
-            logger.warning("response cache %s not written: %s", self.path, exc)
+        with self._lock:
+            connection = self._connect()
+            # One statement in its own immediate transaction: writers queue on the busy
+            # timeout instead of failing, and hold the lock for microseconds.
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute(
+                    f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
 
     def count(self) -> int:
         """Number of stored rows (0 when the file is missing or unreadable)."""
@@ -267,12 +270,45 @@ class ResponseCache:
             _switch_to_wal(connection)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute(_CREATE_TABLE)
+            _add_mode_column(connection)
         except BaseException:
             connection.close()
             raise
         self._connection = connection
         self._pid = os.getpid()
         return connection
+
+
+def _outcome_of(row: tuple[Any, ...]) -> CachedOutcome | None:
+    text, parsed, prompt_tokens, completion_tokens, repairs, attempts, latency, kind, why, mode = (
+        row
+    )
+    try:
+        parsed_value = json.loads(parsed) if parsed is not None else None
+    except json.JSONDecodeError:
+        return None
+    return CachedOutcome(
+        text=text,
+        parsed=parsed_value,
+        usage=Usage(int(prompt_tokens), int(completion_tokens)),
+        repairs=int(repairs),
+        attempts=int(attempts),
+        latency_s=float(latency),
+        failure_kind=kind,
+        failure_message=why,
+        structured_mode=mode if mode in STRUCTURED_MODES else None,
+    )
+
+
+def _add_mode_column(connection: sqlite3.Connection) -> None:
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(responses)")}
+    if "structured_mode" in columns:
+        return
+    try:
+        connection.execute(_ADD_MODE_COLUMN)
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):  # another process added it first
+            raise
 
 
 def _switch_to_wal(connection: sqlite3.Connection) -> None:

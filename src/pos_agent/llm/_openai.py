@@ -1,30 +1,48 @@
-"""Any OpenAI-compatible chat server: OpenAI, vLLM, Ollama, llama.cpp server, DashScope."""
+"""Any OpenAI-compatible chat server: OpenAI, vLLM, Ollama, llama.cpp server, DashScope.
+
+The chat-completions call is made here over httpx rather than through the `openai` client, so
+that every part of it is ours to bound and to judge: a deadline on the whole exchange, a cap on
+the reply size, the structured-output mode the server accepts (`_server_modes`), and a 200
+reply that is not a chat completion (an HTML page, other JSON, no choices) recognised as a
+broken set-up instead of being taken for an empty answer.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import json
 from typing import Any
 
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
-from pos_agent.llm._secrets import public_url, redact
-from pos_agent.llm._types import Usage
+from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
+from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
+from pos_agent.llm._server_modes import (
+    ServerProfile,
+    refuses_format,
+    rejects_request,
+    response_format,
+    server_profile,
+    wants_max_completion_tokens,
+)
+from pos_agent.llm._types import StructuredMode, Usage
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Placeholder for servers that need no key (vLLM, Ollama, llama.cpp server): the client
-# refuses to start without one.
-_NO_KEY = "no-key-set"
-
-# Structured-output modes, strongest first. A server that rejects one is asked with the next,
-# and the instance remembers it for later calls.
-_FORMATS = ("json_schema", "json_object", "none")
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+_DETAIL_CHARS = 500
+_BASE_URL_HINT = (
+    "check --base-url: it should be the server's API root that serves /chat/completions, "
+    "usually ending in /v1"
+)
 
 
 def openai_available() -> bool:
-    return importlib.util.find_spec("openai") is not None
+    """Whether the HTTP client this backend needs (the `openai` extra) is installed."""
+    return importlib.util.find_spec("httpx") is not None
 
 
 class OpenAICompatibleBackend:
-    """Chat completions through the official `openai` client, with our retries instead of its own.
+    """Chat completions over HTTP, one request per `generate`, no retries of its own.
 
     `key_env` names the environment variable a user should set when the key is rejected.
     """
@@ -36,25 +54,42 @@ class OpenAICompatibleBackend:
         base_url: str | None,
         api_key: str | None,
         timeout_s: float,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         provider: str = "openai",
         key_env: str = "OPENAI_API_KEY",
     ) -> None:
-        import openai
+        import httpx
 
+        full_url = base_url or OPENAI_DEFAULT_BASE_URL
         self.name = provider
         self.model_id = model
-        self.base_url = public_url(base_url or OPENAI_DEFAULT_BASE_URL)
+        self.base_url = public_url(full_url)
         self.timeout_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes
         self.key_env = key_env
-        self.format_mode = _FORMATS[0]
-        self.token_parameter = "max_tokens"
-        self._secrets = (api_key,)
-        self._client = openai.OpenAI(
-            base_url=base_url or OPENAI_DEFAULT_BASE_URL,
-            api_key=api_key or _NO_KEY,
-            max_retries=0,
-            timeout=timeout_s,
-        )
+        self.secrets: tuple[str, ...] = tuple(s for s in (api_key, *url_secrets(full_url)) if s)
+        self.profile: ServerProfile = server_profile(self.base_url or "", model)
+        try:
+            url = httpx.URL(full_url)
+            self._endpoint = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise BackendError(
+                "config",
+                self._clean(f"--base-url {full_url!r} is not a valid URL ({exc})"),
+                retryable=False,
+            ) from None
+        if self._endpoint.scheme not in ("http", "https"):
+            raise BackendError(
+                "config",
+                f"--base-url must start with http:// or https://, not {self.base_url!r}",
+                retryable=False,
+            )
+        warn_if_key_goes_in_clear(full_url, has_key=api_key is not None)
+        self._headers = {"accept": "application/json", "user-agent": _user_agent()}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        # User info in the URL (a proxy's basic auth) is sent by httpx itself.
+        self._client = httpx.Client(follow_redirects=False)
 
     def __repr__(self) -> str:
         return (
@@ -63,146 +98,233 @@ class OpenAICompatibleBackend:
         )
 
     def generate(self, request: GenerationRequest) -> RawReply:
-        import openai
-
         while True:
-            arguments = self._arguments(request)
-            try:
-                response = self._client.chat.completions.create(**arguments)
-            except openai.APIStatusError as exc:
-                if self._adapt_to(exc, request):
+            mode: StructuredMode | None = self.profile.mode if request.schema else None
+            reply = self._post(self._arguments(request, mode))
+            if reply.oversize:
+                return RawReply(
+                    "",
+                    Usage(sum(estimate_tokens(m.content) for m in request.messages), 0),
+                    structured_mode=mode,
+                    defect=(
+                        f"the reply was larger than the {self.max_reply_bytes:,}-byte limit "
+                        "(max_reply_bytes) and was not read further"
+                    ),
+                )
+            if reply.status >= 300:
+                detail = self._clean(_error_text(reply))
+                if self._adapt_to(reply.status, detail, mode):
                     continue
-                raise self._status_error(exc) from None
-            except openai.APITimeoutError:
-                raise BackendError(
-                    "timeout",
-                    f"no answer from {self.base_url} within {self.timeout_s:g}s",
-                    retryable=True,
-                ) from None
-            except openai.APIConnectionError as exc:
-                raise BackendError(
-                    "transport",
-                    self._clean(f"cannot reach {self.base_url}: {exc}; is the server running?"),
-                    retryable=True,
-                ) from None
-            except openai.OpenAIError as exc:
-                raise BackendError(
-                    "transport",
-                    self._clean(f"{type(exc).__name__} from {self.base_url}: {exc}"),
-                    retryable=False,
-                ) from None
-            return _reply_of(response, request)
+                raise self._status_error(reply, detail)
+            return self._reply_of(reply, request, mode)
 
-    def _arguments(self, request: GenerationRequest) -> dict[str, Any]:
+    def _post(self, arguments: dict[str, Any]) -> HttpReply:
+        import httpx
+
+        try:
+            return post_json(
+                self._client,
+                self._endpoint,
+                arguments,
+                self._headers,
+                timeout_s=self.timeout_s,
+                max_bytes=self.max_reply_bytes,
+            )
+        except (DeadlineExceeded, httpx.TimeoutException):
+            raise BackendError(
+                "timeout",
+                f"no complete answer from {self.base_url} within {self.timeout_s:g}s "
+                "(timeout_s is the limit of the whole request)",
+                retryable=True,
+            ) from None
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise BackendError(
+                "config", self._clean(f"cannot use {self.base_url}: {exc}"), retryable=False
+            ) from None
+        except httpx.HTTPError as exc:
+            raise BackendError(
+                "transport",
+                self._clean(f"cannot reach {self.base_url}: {exc}; is the server running?"),
+                retryable=True,
+            ) from None
+
+    def _arguments(self, request: GenerationRequest, mode: StructuredMode | None) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "model": self.model_id,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": request.temperature,
             "seed": request.seed,
-            "timeout": self.timeout_s,
-            self.token_parameter: request.max_tokens,
+            self.profile.token_parameter: request.max_tokens,
         }
-        if request.schema is not None:
-            if self.format_mode == "json_schema":
-                arguments["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": request.schema_name or "answer",
-                        "schema": request.schema,
-                        # Strict mode demands every field required and no extra properties;
-                        # pydantic's optional fields break that, and we validate anyway.
-                        "strict": False,
-                    },
-                }
-            elif self.format_mode == "json_object":
-                arguments["response_format"] = {"type": "json_object"}
+        if request.schema is not None and mode is not None:
+            chosen = response_format(mode, request.schema, request.schema_name or "answer")
+            if chosen:
+                arguments["response_format"] = chosen
         return arguments
 
-    def _adapt_to(self, exc: Any, request: GenerationRequest) -> bool:
-        """Step down to a mode the server accepts; True when the request should be resent."""
-        if exc.status_code not in (400, 422, 501):
-            return False
-        text = _error_text(exc).lower()
-        if (
-            request.schema is not None
-            and self.format_mode != "none"
-            and (
-                "response_format" in text
-                or "json_schema" in text
-                or "json_object" in text
-                or "response format" in text
-            )
-        ):
-            self.format_mode = _FORMATS[_FORMATS.index(self.format_mode) + 1]
-            return True
-        if self.token_parameter == "max_tokens" and "max_completion_tokens" in text:
-            self.token_parameter = "max_completion_tokens"
-            return True
+    def _adapt_to(self, status: int, detail: str, mode: StructuredMode | None) -> bool:
+        """Change what is sent after a refusal that names it; True when worth resending."""
+        where = f"{self.base_url} (model {self.model_id})"
+        if mode is not None and refuses_format(status, detail):
+            return self.profile.step_down_from(mode, detail, where)
+        if wants_max_completion_tokens(status, detail):
+            return self.profile.use_max_completion_tokens()
         return False
 
-    def _status_error(self, exc: Any) -> BackendError:
-        status = int(exc.status_code)
-        detail = self._clean(_error_text(exc))[:500]
+    def _status_error(self, reply: HttpReply, detail: str) -> BackendError:
+        status = reply.status
         where = f"{self.base_url} (HTTP {status})"
+        detail = detail[:_DETAIL_CHARS]
         if status in (401, 403):
+            has_key = "authorization" in self._headers
+            what = "rejected the API key" if has_key else "wants an API key"
             return BackendError(
                 "config",
-                f"{where} rejected the API key: {detail}; set {self.key_env} or pass --api-key",
+                f"{where} {what}: {detail}; set {self.key_env} to a key this server accepts",
                 retryable=False,
             )
         if status == 404:
             return BackendError(
                 "config",
                 f"{where}: model {self.model_id!r} or endpoint not found: {detail}; check the "
-                "model name and --base-url (it usually ends in /v1)",
+                f"model name, and {_BASE_URL_HINT}",
                 retryable=False,
             )
-        retry_after = _retry_after_s(exc)
+        if 300 <= status < 400:
+            target = public_url(reply.headers.get("location")) or "another address"
+            return BackendError(
+                "config",
+                f"{where} redirects to {target}; use the final address as --base-url",
+                retryable=False,
+            )
         if status == 408:
             return BackendError("timeout", f"{where}: {detail}", retryable=True)
-        if status in (409, 429) or status >= 500:
+        if status in (409, 429):
+            # Busy, not down: retried after the server's Retry-After, and no outage.
             return BackendError(
-                "transport", f"{where}: {detail}", retryable=True, retry_after_s=retry_after
+                "transport",
+                f"{where}: {detail}",
+                retryable=True,
+                retry_after_s=_retry_after_s(reply.headers),
+                outage=False,
+            )
+        if rejects_request(status, detail):
+            # Invalid as sent: resending the same request cannot help.
+            return BackendError(
+                "config",
+                f"{where} rejected the request as invalid: {detail}; the server does not "
+                "support something this request needs (see docs/models.md)",
+                retryable=False,
+            )
+        if status >= 500:
+            return BackendError(
+                "transport",
+                f"{where}: {detail}",
+                retryable=True,
+                retry_after_s=_retry_after_s(reply.headers),
             )
         return BackendError("transport", f"{where}: {detail}", retryable=False)
 
+    def _reply_of(
+        self, reply: HttpReply, request: GenerationRequest, mode: StructuredMode | None
+    ) -> RawReply:
+        message, choice, body = self._chat_message(reply)
+        text = _content_text(message.get("content"))
+        usage = body.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            completion_tokens = usage.get("completion_tokens")
+            spent = Usage(
+                usage["prompt_tokens"],
+                completion_tokens if isinstance(completion_tokens, int) else 0,
+            )
+        else:
+            # Some servers omit usage; an estimate keeps the accounting roughly right.
+            prompt = sum(estimate_tokens(m.content) for m in request.messages)
+            spent = Usage(prompt, estimate_tokens(text))
+        return RawReply(
+            text,
+            spent,
+            truncated=choice.get("finish_reason") == "length",
+            structured_mode=mode,
+        )
+
+    def _chat_message(
+        self, reply: HttpReply
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The first choice's message, its choice and the body; a config error when the reply
+        is not a chat completion at all (the URL points at something else)."""
+        where = f"{self.base_url} answered HTTP {reply.status}"
+        kind = reply.headers.get("content-type", "no content type").split(";")[0].strip()
+        try:
+            body = json.loads(reply.body.decode("utf-8", errors="replace"))
+        except ValueError:
+            snippet = self._clean(reply.body[:120].decode("utf-8", errors="replace"))
+            raise BackendError(
+                "config",
+                f"{where} with {kind}, not a chat completion ({snippet!r}); {_BASE_URL_HINT}",
+                retryable=False,
+            ) from None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
+            detail = self._clean(_error_text(reply))[:_DETAIL_CHARS]
+            raise BackendError("config", f"{where} with an error: {detail}", retryable=False)
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list):
+            keys = ", ".join(sorted(body)[:8]) if isinstance(body, dict) else type(body).__name__
+            raise BackendError(
+                "config",
+                f"{where} with JSON that is not a chat completion (no choices; it has: {keys}); "
+                f"{_BASE_URL_HINT}",
+                retryable=False,
+            )
+        if not choices:
+            raise BackendError(
+                "config",
+                f"{where} with a chat completion holding no choices; check that the model "
+                f"{self.model_id!r} is served there and can answer chat requests",
+                retryable=False,
+            )
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise BackendError(
+                "config",
+                f"{where} with a choice that has no message (is this the chat endpoint?); "
+                f"{_BASE_URL_HINT}",
+                retryable=False,
+            )
+        return message, choice, body
+
     def _clean(self, text: str) -> str:
-        return redact(text, self._secrets)
+        return redact(text, self.secrets)
 
 
-def _reply_of(response: Any, request: GenerationRequest) -> RawReply:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        return RawReply("", Usage(0, 0))
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    text = (getattr(message, "content", None) or "") if message is not None else ""
-    usage = getattr(response, "usage", None)
-    if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
-        spent = Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
-    else:
-        # Some servers omit usage; an estimate keeps the accounting roughly right.
-        prompt = sum(estimate_tokens(m.content) for m in request.messages)
-        spent = Usage(prompt, estimate_tokens(text))
-    return RawReply(text, spent, truncated=getattr(choice, "finish_reason", None) == "length")
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        # Some servers send content as parts: [{"type": "text", "text": "..."}].
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
 
 
-def _error_text(exc: Any) -> str:
-    body = getattr(exc, "body", None)
+def _error_text(reply: HttpReply) -> str:
+    raw = reply.body.decode("utf-8", errors="replace")
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw.strip()[:_DETAIL_CHARS] or "(no message)"
     if isinstance(body, dict):
-        inner = body.get("error", body)
+        inner = body.get("error", body.get("detail", body))
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
         if isinstance(inner, str):
             return inner
-    return str(getattr(exc, "message", "") or exc)
+        if isinstance(inner, list):  # FastAPI's validation errors
+            return json.dumps(inner, ensure_ascii=False)[:_DETAIL_CHARS]
+    return raw.strip()[:_DETAIL_CHARS]
 
 
-def _retry_after_s(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
+def _retry_after_s(headers: dict[str, str]) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:
@@ -214,3 +336,10 @@ def _retry_after_s(exc: Any) -> float | None:
         if seconds >= 0:
             return seconds
     return None
+
+
+def _user_agent() -> str:
+    try:
+        return f"pos-agent/{importlib.metadata.version('pos-agent')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "pos-agent"

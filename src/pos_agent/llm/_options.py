@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from pos_agent.llm._secrets import public_url
+
 CacheMode = Literal["off", "read", "write", "readwrite"]
 
 DEFAULT_CACHE_PATH = Path(".pos-cache") / "llm.sqlite"
@@ -36,11 +38,28 @@ class ModelOptions(BaseModel):
     """API key; falls back to OPENAI_API_KEY (or DASHSCOPE_API_KEY for `dashscope:` specs).
     Never written to caches, logs, traces or reprs."""
 
-    timeout_s: float = Field(default=60.0, gt=0)
-    """Per-request timeout of network backends. The local model is bounded by max_tokens."""
+    timeout_s: float = Field(default=180.0, gt=0)
+    """Wall-clock limit of one request to a network backend, from sending it to the last byte
+    of the reply (not per read: a server dripping its reply is cut off too). The default leaves
+    room for a 4,096-token answer (the paper's budget, Appendix D.1) at about 30 tokens/s. The
+    local model is bounded by max_tokens instead."""
 
     max_retries: int = Field(default=4, ge=0)
-    """Retries after a timeout, HTTP 429, HTTP 5xx or connection error (0 = try once)."""
+    """Retries after a timeout, HTTP 429, HTTP 5xx or connection error (0 = try once). A
+    request the server rejected as invalid is never retried."""
+
+    max_reply_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Largest reply body read from a network backend. A bigger one is bad output (repaired,
+    then a schema failure), never held in memory whole or retried. 4 MiB is several times the
+    longest answer any chat model writes within its token limit."""
+
+    breaker_failures: int = Field(default=5, ge=0)
+    """Consecutive outage failures (connection errors, timeouts, 5xx) to one base URL after
+    which calls to it fail fast, for breaker_cooldown_s, instead of each spending its own
+    retries on a dead server. Counted per process; 0 turns the breaker off."""
+
+    breaker_cooldown_s: float = Field(default=30.0, ge=0)
+    """How long an open circuit breaker refuses calls; then one call may try again."""
 
     backoff_base_s: float = Field(default=0.5, ge=0)
     """First retry waits up to this long; each further retry doubles the bound."""
@@ -76,6 +95,18 @@ class ModelOptions(BaseModel):
 
     def threads(self) -> int:
         return self.n_threads or os.cpu_count() or 1
+
+    @property
+    def public_base_url(self) -> str | None:
+        """`base_url` without user:password, query or fragment: safe to write or show."""
+        return public_url(self.base_url)
+
+    def __repr_args__(self) -> list[tuple[str | None, object]]:
+        # A base URL may carry user:password; reprs end up in logs and tracebacks.
+        return [
+            (name, public_url(value) if name == "base_url" else value)
+            for name, value in super().__repr_args__()
+        ]
 
 
 def secret_value(secret: SecretStr | None) -> str | None:

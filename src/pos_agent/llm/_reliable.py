@@ -1,4 +1,5 @@
-"""The reliability layer every backend shares: cache, retries with backoff, repair turns."""
+"""The reliability layer every backend shares: cache, retries with backoff, repair turns, a
+circuit breaker per server, and redaction of secrets from everything it returns."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ValidationError
 
 from pos_agent.llm._backend import Backend, BackendError, GenerationRequest, RawReply
+from pos_agent.llm._breaker import CircuitBreaker, breaker_for
 from pos_agent.llm._cache import CachedOutcome, CacheRequest, ResponseCache
 from pos_agent.llm._options import ModelOptions
 from pos_agent.llm._secrets import redact
@@ -22,8 +24,9 @@ from pos_agent.llm._structured import (
     repair_turns,
     schema_name_of,
     with_schema_instruction,
+    without_surrogates,
 )
-from pos_agent.llm._types import Completion, Message, ModelFailure, Usage
+from pos_agent.llm._types import Completion, Message, ModelFailure, StructuredMode, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,7 @@ def backoff_delay(retry: int, *, base_s: float, cap_s: float, rng: random.Random
 class _Spent:
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
+    structured_mode: StructuredMode | None = None
 
 
 class ReliableModel:
@@ -72,7 +76,21 @@ class ReliableModel:
         self.cache = cache
         self._sleep: Sleep = sleep or time.sleep
         self._rng = rng or random.Random()
-        self._secrets = tuple(s for s in secrets if s)
+        self._secrets = tuple(
+            s for s in (*secrets, *getattr(backend, "secrets", ())) if isinstance(s, str) and s
+        )
+        # How a backend that does not say otherwise met a schema: its grammar (llama.cpp), or
+        # the schema shown in the prompt and validation after.
+        self._default_mode: StructuredMode = (
+            "grammar" if getattr(backend, "constrains_output", False) else "prompt"
+        )
+        self._breaker: CircuitBreaker | None = None
+        if backend.base_url and self.options.breaker_failures > 0:
+            self._breaker = breaker_for(
+                backend.base_url,
+                threshold=self.options.breaker_failures,
+                cooldown_s=self.options.breaker_cooldown_s,
+            )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(spec={self.spec!r}, backend={self.backend!r})"
@@ -96,7 +114,7 @@ class ReliableModel:
             failure.model = self.spec
             failure.message = redact(failure.message, self._secrets)
             if failure.last_text is not None:
-                failure.last_text = redact(failure.last_text, self._secrets)
+                failure.last_text = without_surrogates(redact(failure.last_text, self._secrets))
             failure.latency_s = time.perf_counter() - started
             raise
         except Exception as exc:
@@ -143,10 +161,13 @@ class ReliableModel:
         in_prompt = self.options.schema_in_prompt
         if in_prompt is None:
             in_prompt = not getattr(self.backend, "constrains_output", False)
+        # Text that is not valid Unicode (a lone surrogate, say from a tool's output) cannot be
+        # encoded for any backend; it is sent with U+FFFD in its place.
+        sendable = [Message(m.role, without_surrogates(m.content)) for m in messages]
         conversation = (
-            with_schema_instruction(messages, schema_json)
+            with_schema_instruction(sendable, schema_json)
             if schema_json and in_prompt
-            else list(messages)
+            else sendable
         )
         spent = _Spent()
         repairs = 0
@@ -178,7 +199,11 @@ class ReliableModel:
                     last_text=text,
                     usage=spent.usage,
                 ) from None
-            verdict = interpret_output(reply.text, truncated=reply.truncated, schema=schema)
+            verdict: BaseModel | OutputProblem | None
+            if reply.defect is not None:
+                verdict = OutputProblem("schema", reply.defect)
+            else:
+                verdict = interpret_output(reply.text, truncated=reply.truncated, schema=schema)
             if not isinstance(verdict, OutputProblem):
                 completion = Completion(
                     text=reply.text,
@@ -188,6 +213,7 @@ class ReliableModel:
                     cached=False,
                     repairs=repairs,
                     model=self.spec,
+                    structured_mode=spent.structured_mode,
                 )
                 self._store(request, completion, spent.attempts)
                 return completion
@@ -197,8 +223,9 @@ class ReliableModel:
                     f"{verdict.detail} (after {repairs} repair turn(s); raise max_repairs or "
                     "max_tokens, simplify the schema, or use a stronger model)",
                     attempts=spent.attempts,
-                    last_text=reply.text,
+                    last_text=without_surrogates(reply.text),
                     usage=spent.usage,
+                    structured_mode=spent.structured_mode,
                 )
                 self._store_failure(request, failure, time.perf_counter() - started)
                 raise failure
@@ -213,6 +240,7 @@ class ReliableModel:
 
     def _generate_with_retries(self, request: GenerationRequest, spent: _Spent) -> RawReply:
         options = self.options
+        self._refuse_when_circuit_open(spent)
         retry = 0
         while True:
             spent.attempts += 1
@@ -220,8 +248,11 @@ class ReliableModel:
                 reply = self.backend.generate(request)
             except BackendError as error:
                 message = redact(error.message, self._secrets)
+                self._count_outage(error)
                 if not error.retryable or retry >= options.max_retries:
-                    exhausted = f" (gave up after {retry} retries)" if error.retryable else ""
+                    exhausted = (
+                        f" (gave up after {retry} retries)" if error.retryable and retry else ""
+                    )
                     raise ModelFailure(
                         error.kind,
                         message + exhausted,
@@ -244,8 +275,46 @@ class ReliableModel:
                 self._sleep(delay)
                 retry += 1
                 continue
+            if self._breaker is not None:
+                self._breaker.record_success()
             spent.usage = spent.usage + reply.usage
+            if request.schema is not None:
+                spent.structured_mode = reply.structured_mode or self._default_mode
+            # A server or proxy that echoes the key back must not put it in a trace.
+            text = redact(reply.text, self._secrets)
+            if text != reply.text:
+                reply = RawReply(
+                    text, reply.usage, reply.truncated, reply.structured_mode, reply.defect
+                )
             return reply
+
+    def _refuse_when_circuit_open(self, spent: _Spent) -> None:
+        """Fail fast, before any request, while this server's circuit breaker is open."""
+        if self._breaker is None:
+            return
+        wait = self._breaker.refusal()
+        if wait is None:
+            return
+        raise ModelFailure(
+            "transport",
+            f"{self.backend.base_url} failed {self._breaker.failures} times in a row, so it is "
+            f"not called for another {wait:.0f}s (circuit breaker); check that the server is "
+            "running and reachable",
+            attempts=spent.attempts,
+            usage=spent.usage,
+        )
+
+    def _count_outage(self, error: BackendError) -> None:
+        if self._breaker is None or not error.outage:
+            return
+        if self._breaker.record_outage():
+            logger.warning(
+                "%s: %d failures in a row from %s; calls to it fail fast for %.0fs",
+                self.spec,
+                self._breaker.failures,
+                self.backend.base_url,
+                self._breaker.cooldown_s,
+            )
 
     def _replay(
         self, hit: CachedOutcome, schema: type[BaseModel] | None, started: float
@@ -258,6 +327,7 @@ class ReliableModel:
                 last_text=hit.text,
                 usage=hit.usage,
                 cached=True,
+                structured_mode=hit.structured_mode,
             )
         parsed: BaseModel | None = None
         if schema is not None:
@@ -273,6 +343,7 @@ class ReliableModel:
             cached=True,
             repairs=hit.repairs,
             model=self.spec,
+            structured_mode=hit.structured_mode,
         )
 
     def _store(self, request: CacheRequest, completion: Completion, attempts: int) -> None:
@@ -290,6 +361,7 @@ class ReliableModel:
                 repairs=completion.repairs,
                 attempts=attempts,
                 latency_s=completion.latency_s,
+                structured_mode=completion.structured_mode,
             ),
         )
 
@@ -309,6 +381,7 @@ class ReliableModel:
                 latency_s=latency,
                 failure_kind=failure.kind,
                 failure_message=redact(failure.message, self._secrets),
+                structured_mode=failure.structured_mode,
             ),
         )
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import threading
 from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+logger = logging.getLogger(__name__)
 
 REDACTED = "[redacted]"
 # Shorter strings are too likely to occur by chance to be worth scrubbing (and are not keys).
 _MIN_SECRET_LENGTH = 6
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+_warned_hosts: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 def public_url(url: str | None) -> str | None:
@@ -16,17 +25,74 @@ def public_url(url: str | None) -> str | None:
         return None
     try:
         parts = urlsplit(url)
+        port = parts.port
     except ValueError:
         return REDACTED
     host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    if port is not None:
+        host = f"{host}:{port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """What in a URL may be a credential: the user:password part, the password alone (raw and
+    percent-decoded) and the values of the query string (`?api-key=...`)."""
+    if not url:
+        return ()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return (url,)
+    found: list[str] = []
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at and userinfo:
+        found.append(userinfo)
+        _, colon, password = userinfo.partition(":")
+        if colon and password:
+            found += [password, unquote(password)]
+    found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    return tuple(dict.fromkeys(s for s in found if s))
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """`text` with every occurrence of each secret replaced."""
-    for secret in secrets:
-        if secret and len(secret) >= _MIN_SECRET_LENGTH:
+    """`text` with every occurrence of each secret replaced, longest secrets first."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        if len(secret) >= _MIN_SECRET_LENGTH:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def is_loopback_host(host: str | None) -> bool:
+    if not host:
+        return False
+    name = host.strip("[]").lower()
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_if_key_goes_in_clear(url: str | None, *, has_key: bool) -> bool:
+    """Log a warning, once per host and process, when a key would be sent over plain http to
+    another machine, where anyone on the path can read it. True when it warned."""
+    if not has_key or not url:
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if parts.scheme.lower() != "http" or is_loopback_host(parts.hostname):
+        return False
+    host = parts.hostname or ""
+    with _warned_lock:
+        if host in _warned_hosts:
+            return False
+        _warned_hosts.add(host)
+    logger.warning(
+        "the API key will be sent unencrypted over plain http to %s, which is not this machine; "
+        "use an https:// base URL, or a server that needs no key",
+        host,
+    )
+    return True

@@ -27,6 +27,12 @@ _DROPPED_KEYWORDS = ("title",)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _MAX_OBJECT_STARTS = 32
 _MAX_REPORTED_ERRORS = 8
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A repair turn shows the model its own reply, but never more than this many characters per
+# token of the budget: a reply within max_tokens is shown whole (JSON averages well under 8
+# characters a token), a runaway or oversized one only in part.
+_ECHO_CHARS_PER_TOKEN = 8
+_MIN_ECHO_CHARS = 4_000
 
 
 def json_schema_of(schema: type[BaseModel]) -> JsonSchema:
@@ -107,6 +113,34 @@ def extract_json_object(text: str) -> Any:
     raise ValueError("the reply contains no JSON object (no '{' found)")
 
 
+def without_surrogates(text: str) -> str:
+    """`text` with lone surrogates (not encodable as UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _surrogate_in(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_surrogate_in(k) or _surrogate_in(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_surrogate_in(item) for item in value)
+    return False
+
+
+def echo_limit(max_tokens: int) -> int:
+    """How many characters of a bad reply a repair turn shows back to the model."""
+    return max(_MIN_ECHO_CHARS, _ECHO_CHARS_PER_TOKEN * max_tokens)
+
+
+def bounded_echo(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was left out, and made encodable."""
+    text = without_surrogates(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters not shown]"
+
+
 def describe_validation_error(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:_MAX_REPORTED_ERRORS]:
@@ -136,10 +170,18 @@ def interpret_output(
     """
     if not text.strip():
         return OutputProblem("empty", "the reply was empty")
+    if _SURROGATE.search(text):
+        # Not encodable as UTF-8: it would break every file and request it reached later.
+        return OutputProblem("schema", "the reply contains invalid Unicode (a lone surrogate)")
     if schema is None:
         return None
     try:
-        return schema.model_validate(extract_json_object(text))
+        value = extract_json_object(text)
+        if _surrogate_in(value):
+            return OutputProblem(
+                "schema", "the JSON object contains invalid Unicode (a lone surrogate escape)"
+            )
+        return schema.model_validate(value)
     except (ValueError, ValidationError) as exc:
         if truncated:
             return OutputProblem(
@@ -153,7 +195,8 @@ def interpret_output(
 def repair_turns(
     text: str, problem: OutputProblem, *, max_tokens: int, structured: bool
 ) -> list[Message]:
-    """The model's own reply followed by what was wrong with it and what to do instead."""
+    """The model's own reply (at most `echo_limit(max_tokens)` characters of it) followed by
+    what was wrong with it and what to do instead."""
     if problem.kind == "empty":
         ask = (
             "Your reply was empty. Reply with one JSON object that matches the schema."
@@ -166,12 +209,14 @@ def repair_turns(
             "was complete. Reply again with a complete, shorter JSON object: keep strings "
             "brief and lists short."
         )
-    else:
+    elif structured:
         ask = (
             f"Your reply does not match the required JSON schema: {problem.detail}. "
             "Reply again with only the corrected JSON object."
         )
-    return [Message("assistant", text), Message("user", ask)]
+    else:
+        ask = f"Your reply could not be used: {problem.detail}. Please answer again."
+    return [Message("assistant", bounded_echo(text, echo_limit(max_tokens))), Message("user", ask)]
 
 
 def minimal_instance(schema: JsonSchema) -> Any:

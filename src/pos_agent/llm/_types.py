@@ -12,6 +12,13 @@ Role = Literal["system", "user", "assistant"]
 FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
+# How a structured answer was obtained, strongest first: decoding constrained by a grammar (the
+# local model); a server's `response_format` of type json_schema, or json_object carrying the
+# schema (llama-cpp-python's server), or plain json_object; or only the schema in the prompt.
+# Every mode is validated against the schema afterwards.
+StructuredMode = Literal["grammar", "json_schema", "json_object_schema", "json_object", "prompt"]
+STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
+
 # Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):
 # the PoS roles, the diagnosis environments' own roles, and the internal roles of the paper's
 # context-management baselines (`pos_agent.agents.context.INTERNAL_ROLES`).
@@ -65,6 +72,7 @@ class Completion:
     `usage` and `latency_s` cover every backend call the answer took, repair turns and retries
     included. `parsed` is a validated instance of the requested schema, or None when no schema
     was asked for. `cached` is True when the answer was replayed from the response cache.
+    `structured_mode` says how the server or model was held to the schema (None without one).
     """
 
     text: str
@@ -74,6 +82,7 @@ class Completion:
     cached: bool
     repairs: int
     model: str
+    structured_mode: StructuredMode | None = None
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
         """The parsed object, typed as `schema` (raises TypeError when it is something else)."""
@@ -90,7 +99,8 @@ class ModelFailure(Exception):
 
     `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
     never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
-    or model file). `usage` is what the failed attempts still cost.
+    or model file, a rejected key, an unknown model, a server that does not speak the chat
+    completions protocol). `usage` is what the failed attempts still cost.
     """
 
     def __init__(
@@ -104,6 +114,7 @@ class ModelFailure(Exception):
         latency_s: float = 0.0,
         model: str = "",
         cached: bool = False,
+        structured_mode: StructuredMode | None = None,
     ) -> None:
         super().__init__(kind, message)
         self.kind: FailureKind = kind
@@ -114,6 +125,7 @@ class ModelFailure(Exception):
         self.latency_s = latency_s
         self.model = model
         self.cached = cached
+        self.structured_mode = structured_mode
 
     def __str__(self) -> str:
         where = f" [{self.model}]" if self.model else ""

@@ -41,7 +41,8 @@ from pos_agent.agents.settings import role_limits
 from pos_agent.bench.suite import load_suite
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.llm import Completion, GenerationRequest, Message, ScriptedModel, TokenLedger
+from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
+from pos_agent.llm.backend import GenerationRequest
 
 CHECKPOINTS = (10, 25, 50, 100, 200)
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")

@@ -20,7 +20,8 @@ from typing import Any
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import make_env
-from pos_agent.llm import GenerationRequest, ScriptedModel, TokenLedger
+from pos_agent.llm import ScriptedModel, TokenLedger
+from pos_agent.llm.backend import GenerationRequest
 
 CHECKPOINTS = (10, 25, 50)
 _ARRIVE = re.compile(r"You arrive at ([a-z]+ \d+)")

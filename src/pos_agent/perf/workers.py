@@ -1,11 +1,14 @@
-"""Episodes per minute with 1, 2 and 4 workers against a fixed-latency model server.
+"""Episodes per minute with 1, 2 and 4 workers against a fixed-latency model server, or with
+the embedded local model (whose llama.cpp threads `pos bench` splits between the workers).
 
     python -m pos_agent.perf.workers [--latency 0.3] [--cases 8] [--steps 5] [--agent raw]
+    python -m pos_agent.perf.workers --model local --cases 4 --steps 3 --workers 1,2
 
-Starts an OpenAI-compatible server on 127.0.0.1 (loopback only) that answers every request
-after a fixed delay with the smallest object valid for the requested JSON schema, then runs the
-same alfworld-mini cases with `pos bench` machinery at each worker count, side by side in one
-run. Model time is simulated, environments are real.
+By default it starts an OpenAI-compatible server on 127.0.0.1 (loopback only) that answers every
+request after a fixed delay with the smallest object valid for the requested JSON schema; model
+time is simulated, environments are real. With `--model local` every call runs the embedded
+model on this machine's cores. Either way the same alfworld-mini cases run with `pos bench`
+machinery at each worker count, side by side in one run.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from pos_agent.bench.runner import BenchConfig, run_bench
+from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
 from pos_agent.bench.suite import load_suite
 from pos_agent.llm._structured import minimal_instance
+from pos_agent.trace import is_scored
 
 
 def serve(latency_s: float) -> tuple[ThreadingHTTPServer, str]:
@@ -73,8 +77,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=5, help="steps per episode")
     parser.add_argument("--agent", default="raw", help="method to run (raw: one call per step)")
     parser.add_argument("--workers", default="1,2,4", help="worker counts to compare")
+    parser.add_argument(
+        "--model", default="fixed", help="fixed (loopback server, --latency) or a model spec"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads per worker (default: the cores split between the workers)",
+    )
     args = parser.parse_args(argv)
     server, base_url = serve(args.latency)
+    fixed = args.model == "fixed"
+    model = "openai:fixed" if fixed else args.model
+    options: dict[str, object] = (
+        {"base_url": base_url, "api_key": "perf-local", "max_retries": 0} if fixed else {}
+    )
+    if args.threads:
+        options["n_threads"] = args.threads
     suite = load_suite("alfworld-mini")
     tasks = suite.task_ids()
     rows = []
@@ -83,25 +103,28 @@ def main(argv: list[str] | None = None) -> None:
             for workers in [int(w) for w in args.workers.split(",")]:
                 specs = []
                 for i in range(args.cases):
-                    spec = suite.cases([args.agent], "openai:fixed")[i % len(tasks)]
+                    spec = suite.cases([args.agent], model)[i % len(tasks)]
                     spec.max_steps = args.steps
                     spec.seed = i  # distinct case folders; alfworld-mini ignores the seed
                     specs.append(spec)
                 config = BenchConfig(
                     run_dir=Path(tmp) / f"w{workers}",
                     workers=workers,
-                    model_options={"base_url": base_url, "api_key": "perf-local", "max_retries": 0},
+                    model_options=options,
+                    preflight=False,  # measured: episodes, not the one-off set-up check
                 )
                 started = time.monotonic()
                 results = run_bench(specs, config)
                 elapsed = time.monotonic() - started
-                errors = sum(r.status not in ("success", "failure") for r in results)
+                errors = sum(not is_scored(r.status) for r in results)
                 rows.append((workers, len(results), elapsed, 60.0 * len(results) / elapsed, errors))
     finally:
         server.shutdown()
+    where = f"model latency {args.latency:.2f}s (loopback server)" if fixed else f"model {model}"
     print(
-        f"Episodes per minute: {args.cases} alfworld-mini episodes x {args.steps} steps, agent {args.agent}, "
-        f"model latency {args.latency:.2f}s (loopback server)"
+        f"Episodes per minute: {args.cases} alfworld-mini episodes x {args.steps} steps, "
+        f"agent {args.agent}, {where}, {available_cores()} cores, "
+        f"llama.cpp threads per worker: {args.threads or 'cores / workers'}"
     )
     print(
         f"{'workers':>8} {'episodes':>9} {'seconds':>8} {'ep/min':>8} {'speed-up':>9} {'errors':>7}"

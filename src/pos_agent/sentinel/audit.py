@@ -20,25 +20,11 @@ from pos_agent.agents.schemas import (
     global_audit_schema,
     progress_schema,
 )
-from pos_agent.agents.settings import RoleLimits
+from pos_agent.agents.settings import AuditClips, RoleLimits
 from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
 from pos_agent.events import SentinelEvent
 from pos_agent.llm import Model
 from pos_agent.sentinel.rules import check_rules, normalize_quote
-
-
-@dataclass(frozen=True)
-class AuditClips:
-    """How much of past observations the sentinel reads (characters; None: whole)."""
-
-    transitions: int = 4
-    """Transitions the local audit sees (paper Table 8: the last 4)."""
-    audit_observation_chars: int | None = 400
-    """Each observation in the local audit's and the progress judge's transitions."""
-    global_observation_chars: int | None = 120
-    """Each observation in the global audit's compact trajectory."""
-    evidence_chars: int | None = 600
-    """Each cited observation shown to the belief model with the findings."""
 
 
 @dataclass
@@ -76,7 +62,7 @@ class Sentinel:
         self.model = model
         self.limits = limits
         self.transcript = transcript
-        self.clips = clips or AuditClips()
+        self.clips = clips or limits.clips
 
     def check(
         self,

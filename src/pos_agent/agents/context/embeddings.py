@@ -23,9 +23,10 @@ from pos_agent.agents.context.relevance import (
     RelevanceScorer,
 )
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.llm import ModelFailure, ModelOptions, backoff_delay
+from pos_agent.llm import ModelFailure, ModelOptions
 from pos_agent.llm._options import DASHSCOPE_BASE_URL, secret_value
 from pos_agent.llm._secrets import public_url, redact
+from pos_agent.llm.backend import backoff_delay
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"

@@ -1,0 +1,233 @@
+"""The report's tables in the paper's shapes, built from `ReportData` (pure).
+
+Each table is one function from the data to a `Table` (or None when it has nothing to show);
+`TABLES` lists them in reading order. Adding a table is one function and one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pos_agent.bench.report.stats import PATTERNS, ContextValue, Rate, ReportData
+from pos_agent.trace import STATUSES, is_scored
+
+Cell = str | int | float | Rate | None
+# Statuses written only by older versions get a column only when a result has them.
+LEGACY_STATUSES = frozenset({"error"})
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: `name` is its CSV file stem."""
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    note: str = ""
+
+
+def outcomes_table(data: ReportData) -> Table:
+    seen = data.statuses_seen()
+    statuses = [s for s in STATUSES if s not in LEGACY_STATUSES or s in seen]
+    rows: list[list[Cell]] = []
+    for stats in data.stats.values():
+        rows.append(
+            [
+                stats.label,
+                sum(stats.outcomes.values()),
+                *(stats.outcomes[s] for s in statuses),
+                stats.success,
+                stats.steps.value,
+                stats.score.value,
+            ]
+        )
+    unscored = ", ".join(s for s in statuses if not is_scored(s))
+    return Table(
+        "outcomes",
+        "Outcomes per method",
+        ["method", "cases", *statuses, "success rate", "mean steps", "mean score"],
+        rows,
+        "Success rate = successes / scored episodes (success and failure; budget exhaustion is "
+        f"a failure). Not scored: {unscored} (DESIGN §6).",
+    )
+
+
+def success_table(data: ReportData) -> Table:
+    envs = data.envs
+    rows: list[list[Cell]] = [
+        [env, *(data.method(m).env_rate(env) for m in data.methods)] for env in envs
+    ]
+    if len(envs) > 1:
+        rows.append(["all", *(data.method(m).success for m in data.methods)])
+    return Table(
+        "success",
+        "Table 1: success rate per benchmark",
+        ["benchmark", *data.methods],
+        rows,
+        "Cells: success rate (successes/scored episodes).",
+    )
+
+
+def category_table(data: ReportData) -> Table | None:
+    categories = data.categories
+    if all(category == "(none)" for _, category in categories):
+        return None
+    rows: list[list[Cell]] = [
+        [
+            env,
+            category,
+            *(data.method(m).by_category.get((env, category), Rate()) for m in data.methods),
+        ]
+        for env, category in categories
+    ]
+    return Table(
+        "success_by_category",
+        "Table 9: success rate per task category",
+        ["benchmark", "category", *data.methods],
+        rows,
+    )
+
+
+def tokens_table(data: ReportData) -> Table:
+    roles = data.roles
+    columns = ["method", "episodes"]
+    for role in roles:
+        columns += [f"{role} prompt", f"{role} completion"]
+    columns.append("total")
+    rows: list[list[Cell]] = []
+    for stats in data.stats.values():
+        tokens = stats.tokens
+        row: list[Cell] = [stats.label, tokens.episodes]
+        for role in roles:
+            used = tokens.calls[role] > 0
+            row.append(tokens.mean(tokens.prompt, role) if used else None)
+            row.append(tokens.mean(tokens.completion, role) if used else None)
+        row.append(tokens.mean_total)
+        rows.append(row)
+    return Table(
+        "tokens",
+        "Table 2: tokens per role per episode (mean)",
+        columns,
+        rows,
+        "Mean prompt and completion tokens per scored episode; '-' where the method has no such role.",
+    )
+
+
+def trapping_table(data: ReportData) -> Table:
+    columns = [
+        "method",
+        "episodes",
+        "trapped episodes",
+        "trapped steps/episode",
+        "recoveries/episode",
+        *(f"{p} share" for p in PATTERNS),
+        "success if trapped",
+        "success if not trapped",
+    ]
+    rows: list[list[Cell]] = []
+    for stats in data.stats.values():
+        trap = stats.trapping
+        if not trap.measured:
+            rows.append([stats.label, trap.incidence.n, *["n/a"] * (len(columns) - 2)])
+            continue
+        total = sum(trap.patterns.values())
+        rows.append(
+            [
+                stats.label,
+                trap.incidence.n,
+                trap.incidence,
+                trap.trapped_steps.value,
+                trap.recoveries.value,
+                *(Rate(trap.patterns[p], total) for p in PATTERNS),
+                trap.success_if_trapped,
+                trap.success_if_not_trapped,
+            ]
+        )
+    return Table(
+        "trapping",
+        "Figure 3: trapping incidence and pattern distribution",
+        columns,
+        rows,
+        "Trapped episodes: share of scored episodes with at least one trapped step. Pattern "
+        "shares are over trapped steps. n/a: the method runs no health check.",
+    )
+
+
+def context_table(data: ReportData) -> Table | None:
+    values = data.context_values
+    if not values:
+        return None
+    rows: list[list[Cell]] = [
+        [context_text(v), *(data.method(m).by_context.get(v, Rate()) for m in data.methods)]
+        for v in values
+    ]
+    return Table(
+        "context_length",
+        f"Figure 4: success rate against {data.context_field}",
+        [data.context_field, *data.methods],
+        rows,
+        f"Grouped by result.extra[{data.context_field!r}].",
+    )
+
+
+def metrics_table(data: ReportData) -> Table | None:
+    names = data.metric_names
+    if not names:
+        return None
+    rows: list[list[Cell]] = []
+    for stats in data.stats.values():
+        for env in sorted(stats.metrics):
+            means = stats.metrics[env]
+            n = max(m.n for m in means.values())
+            rows.append(
+                [stats.label, env, n, *(means[k].value if k in means else None for k in names)]
+            )
+    return Table(
+        "metrics",
+        "Benchmark metrics (mean per episode)",
+        ["method", "benchmark", "episodes", *names],
+        rows,
+        "Means of result.extra['metrics'] over scored episodes.",
+    )
+
+
+def problems_table(data: ReportData) -> Table | None:
+    if not data.problems:
+        return None
+    rows: list[list[Cell]] = [
+        [p.status, p.method, p.run, p.case, p.error or "-"]
+        for p in sorted(data.problems, key=lambda p: (p.status, p.method, p.run, p.case))
+    ]
+    return Table(
+        "problems",
+        "Unscored and missing cases",
+        ["status", "method", "run", "case", "error"],
+        rows,
+        "Set-up, harness and infrastructure errors, interrupted cases, and cases the run lists "
+        "but never recorded (missing); `pos bench --run NAME --resume` reruns them.",
+    )
+
+
+def context_text(value: ContextValue) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+TABLES: list[Callable[[ReportData], Table | None]] = [
+    outcomes_table,
+    success_table,
+    category_table,
+    tokens_table,
+    trapping_table,
+    context_table,
+    metrics_table,
+    problems_table,
+]
+
+
+def build_tables(data: ReportData) -> list[Table]:
+    """The report's tables, in reading order; tables with nothing to show are left out."""
+    return [table for build in TABLES if (table := build(data)) is not None]

@@ -1,0 +1,62 @@
+"""`write_report`: read the runs, then write report.md, one CSV per table and the PNG figures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pos_agent.bench.report.load import ReportError, load_runs
+from pos_agent.bench.report.plots import write_plots
+from pos_agent.bench.report.render import render_markdown, table_csv
+from pos_agent.bench.report.stats import DEFAULT_CONTEXT_FIELD, aggregate
+from pos_agent.bench.report.tables import build_tables
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """Where `write_report` put things, and the markdown it wrote."""
+
+    markdown: str
+    markdown_path: Path
+    csv_paths: list[Path]
+    plot_paths: list[Path]
+
+
+def write_report(
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    *,
+    context_field: str = DEFAULT_CONTEXT_FIELD,
+    split_runs: bool = False,
+    plots: bool = True,
+) -> WrittenReport:
+    """Read the runs and write `report.md`, one CSV per table and the PNG plots into `out_dir`."""
+    loaded = load_runs(run_dirs)
+    if not loaded.cases:
+        where = ", ".join(str(d) for d in run_dirs)
+        detail = f" ({len(loaded.unfinished)} unfinished)" if loaded.unfinished else ""
+        raise ReportError(
+            f"no finished case (result.json) under {where}{detail}; "
+            "run `pos run` or `pos bench` first, or pass the folder that holds the runs"
+        )
+    data = aggregate(
+        loaded.cases, context_field=context_field, split_runs=split_runs, missing=loaded.missing
+    )
+    tables = build_tables(data)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_paths = []
+    for table in tables:
+        path = out_dir / f"{table.name}.csv"
+        path.write_text(table_csv(table), encoding="utf-8")
+        csv_paths.append(path)
+    plot_paths = write_plots(data, out_dir) if plots else []
+    markdown = render_markdown(
+        tables,
+        sources=[str(d) for d in run_dirs],
+        loaded=loaded,
+        plots=[p.name for p in plot_paths],
+    )
+    markdown_path = out_dir / "report.md"
+    markdown_path.write_text(markdown, encoding="utf-8")
+    return WrittenReport(markdown, markdown_path, csv_paths, plot_paths)

@@ -1,0 +1,121 @@
+"""What `pos run` and `pos bench` share: the console, and the model options a user sets on the
+command line. Options with a closed set of values are annotated with the library's Literal
+types (`RecoveryMode`, `CacheMode`), so --help lists the values and bad ones are refused
+without a second list here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
+from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
+from pos_agent.llm import ModelFailure
+
+# Text from models, servers, tools, environments and files is printed through `shown`, so that
+# a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow).
+console = Console(highlight=False, soft_wrap=True, emoji=False)
+
+
+def shown(value: object) -> str:
+    """`value` as text that rich prints literally."""
+    return escape(str(value))
+
+
+def model_options(
+    *,
+    base_url: str | None,
+    cache: str,
+    timeout_s: float | None,
+    max_retries: int | None,
+) -> dict[str, Any]:
+    """ModelOptions fields from the command line; unset ones keep the library defaults."""
+    options: dict[str, Any] = {"base_url": base_url, "cache_mode": cache}
+    if timeout_s is not None:
+        options["timeout_s"] = timeout_s
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    return options
+
+
+TIMEOUT_HELP = (
+    "Deadline of one model request in seconds, the whole reply included (default 180); a server that does not answer in "
+    "time is retried, then the case ends as an unscored infra_error."
+)
+RETRIES_HELP = "Retries of a model request after a timeout, HTTP 429/5xx or a dropped connection."
+CASE_TIMEOUT_HELP = (
+    "Wall-clock limit per case in seconds (default: none). A case that reaches it is not scored "
+    "(infra_error): step budgets, not wall time, are the paper's budget."
+)
+
+GENERATION_HELP = (
+    "Generation tokens of every agent-side call (default: the paper's, App. D.1: 512 on "
+    "ALFWorld and other execution tasks, 4096 on LOCA-Bench, RCA and ClinDiag). Roles on the "
+    "compact profile keep its budgets."
+)
+PROFILE_HELP = (
+    f"Model profile for every role: {', '.join(PROFILE_NAMES)}. Default: compact (tight schema "
+    "bounds and budgets) for the embedded `local` model, standard (unbounded, the paper's "
+    "budgets) for every other model."
+)
+BOUND_HELP = (
+    "Override one schema bound, KEY=VALUE (a positive integer or none); repeatable. Keys: "
+    "thought_chars, action_chars, tool_arg_chars, name_chars, text_chars, patch_ops, init_ops, "
+    "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
+)
+CONTEXT_HELP = (
+    "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
+    "beyond it. Default: n_ctx for local models; never cut for a server."
+)
+HEALTH_HELP = (
+    "Trap diagnosis of the PoS variants: paper (Eq. 5-6, the default) or improved (stays right "
+    "on large beliefs; see README 'Trap monitor')."
+)
+ENV_MODEL_HELP = (
+    "The environment's own model roles (clindiag: provider and judge): SPEC for every role or "
+    "ROLE=SPEC, repeatable. Default: the offline options (retrieval, matcher). Example: "
+    "--env-model openai:gpt-4o-mini."
+)
+EMBED_HELP = (
+    "PACE's relevance scorer: tfidf (offline lexical TF-IDF cosine, no key; the default), or an "
+    "OpenAI-compatible embeddings endpoint: openai:MODEL (OPENAI_API_KEY; OPENAI_BASE_URL for "
+    "another server) or dashscope:text-embedding-v4 (DASHSCOPE_API_KEY; the paper's). Each "
+    "result records which scorer ran."
+)
+AGENT_HELP = (
+    "Method: raw (the whole trajectory), the paper's baselines acon (history compression), pace "
+    "(per-step granularity, glimpse), hiagent (subgoal-folded memory, retrieve) and lh_harness "
+    "(manager/executor/auditor rounds), pos and its ablations no_consistency, no_trapping, "
+    "generic_recovery; or expert (the environment's planner)."
+)
+LOCA_ROOT_HELP = "LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+
+
+def checked_profile(profile: str | None) -> str | None:
+    if profile is not None and profile not in PROFILE_NAMES:
+        raise typer.BadParameter(f"choose {' or '.join(PROFILE_NAMES)}", param_hint="--profile")
+    return profile
+
+
+def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
+    try:
+        return parse_bounds(bound)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--bound") from None
+
+
+def checked_embed_model(spec: str, *, used: bool) -> str:
+    """The --embed-model spec; when a PACE case will use it, its key and client are checked
+    now (no request is made), so a broken set-up stops the command before any case runs."""
+    try:
+        checked = check_embed_spec(spec)
+        if used and checked != LEXICAL_SPEC:
+            load_embedder(checked)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--embed-model") from None
+    except ModelFailure as failure:
+        raise typer.BadParameter(failure.message, param_hint="--embed-model") from None
+    return checked

@@ -1,0 +1,174 @@
+"""`pos trapbench make|eval`: a labelled trap corpus from real TextWorld games, and the
+detector comparison on it."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from pos_agent.cli.app import app
+
+console = Console(highlight=False, soft_wrap=True)
+trapbench_app = typer.Typer(
+    help=(
+        "Trap detection benchmark: real TextWorld games, trajectories with labelled injected "
+        "traps (static, cycle, drift) and exploration, and detectors compared on them."
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(trapbench_app, name="trapbench")
+
+
+@trapbench_app.command()
+def make(
+    out: Annotated[Path, typer.Option(help="Corpus folder to create or resume.")] = Path("traps"),
+    games: Annotated[
+        int, typer.Option(help="Game slots; half tw-cooking, half custom quests.", min=1)
+    ] = 40,
+    seed: Annotated[int, typer.Option(help="Seed of the whole corpus (games and segments).")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
+    ] = None,
+) -> None:
+    """Generate games with TextWorld (offline) and play their labelled trajectories.
+
+    Each game slot gets the game's walkthrough and three runs along the winning plan with
+    injected segments: static (a repeated no-op), cycle (2-3 rooms or one container toggled),
+    drift (changing goal-irrelevant things) and productive exploration (the hard negative).
+    Seeds whose game cannot be won as generated are replaced, and the manifest says why.
+    Every trajectory is won in the real game, or discarded.
+
+    The folder gets games/ (the .z8 and .json of each game), trajectories/ (one JSONL per
+    game), manifest.json and, once every game is done, corpus.jsonl. Rerunning the same
+    command resumes: finished games are kept, the rest is redone.
+
+    Example: pos trapbench make --games 40 --seed 1 --out traps
+    """
+    from pos_agent.trapbench.corpus import CorpusMaker, SlotResult, remove_scratch
+
+    count = workers or min(2, os.cpu_count() or 1)
+    try:
+        maker = CorpusMaker(out, games, seed, workers=count)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    except ImportError as exc:
+        console.print(
+            f"[red]error:[/] TextWorld is not installed ({exc}). It comes with the envs extra: "
+            "`uv sync --extra envs` (or `pip install 'pos-agent[envs]'`)."
+        )
+        raise typer.Exit(2) from None
+    remove_scratch(out)
+    todo = maker.pending()
+    console.print(
+        f"[bold]pos trapbench make[/] {games} games, seed {seed} -> {out}  "
+        f"({games - len(todo)} done already, {len(todo)} to build, {count} worker(s))"
+    )
+    started = time.monotonic()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
+        task = bar.add_task("games", total=len(todo))
+
+        def show(result: SlotResult) -> None:
+            used = [e for e in result.entries if e.status == "used"]
+            skipped = [e for e in result.entries if e.status == "skipped"]
+            note = f"  ({len(skipped)} seed(s) replaced)" if skipped else ""
+            if used:
+                bar.console.print(
+                    f"[green]ok[/] {used[0].id:<12} {used[0].family:<10} "
+                    f"{used[0].trajectories} trajectories, {used[0].steps} steps{note}"
+                )
+            else:
+                bar.console.print(f"[yellow]gave up[/] {result.slot}: {skipped[-1].reason}")
+            bar.advance(task)
+
+        try:
+            corpus = maker.run(on_slot=show)
+        except KeyboardInterrupt:
+            console.print(
+                f"\n[yellow]Interrupted.[/] Finished games are kept in {out}; "
+                "run the same command again to resume."
+            )
+            raise typer.Exit(130) from None
+    manifest = maker.manifest
+    used = sum(g.status == "used" for g in manifest.games)
+    skipped = [g for g in manifest.games if g.status == "skipped"]
+    console.print(
+        f"corpus: {corpus}  ({used} games used, {len(skipped)} seeds skipped; "
+        f"{time.monotonic() - started:.0f}s)"
+    )
+    for entry in skipped:
+        console.print(f"[dim]skipped {entry.id} (seed {entry.seed}): {entry.reason}[/]")
+    console.print(f"next: pos trapbench eval {out}")
+
+
+@trapbench_app.command("eval")
+def evaluate_command(
+    corpus: Annotated[Path, typer.Argument(help="Corpus folder made by `pos trapbench make`.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Where to write the table (default: CORPUS/results).")
+    ] = None,
+) -> None:
+    """Run every detector over the corpus and print one table.
+
+    Detectors: belief health `improved` and `paper` (Eq. 5-6), each with the oracle belief and
+    model-free (observations only), through `pos_agent.monitor.TrapMonitor`; and the
+    exact-repeat rules of OpenHands, Gemini CLI and AgentBoard. Columns: recall per pattern
+    (a segment counts when an alarm starts in it or within 2 steps after), median delay (steps
+    from the segment's first step to that start), false alarms and new alarm starts per 100
+    non-trap steps, pattern accuracy, and the share of clean runs and of exploration segments
+    with any alarm. Writes table.md, table.csv and table.png.
+
+    Example: pos trapbench eval traps
+    """
+    from pos_agent.trapbench.evaluate import (
+        evaluate,
+        load_corpus,
+        markdown_table,
+        summary_line,
+        target_check,
+        write_outputs,
+    )
+
+    try:
+        trajectories = load_corpus(corpus)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if not trajectories:
+        console.print(f"[red]error:[/] {corpus} holds no trajectories")
+        raise typer.Exit(2)
+    started = time.monotonic()
+    evaluation = evaluate(
+        trajectories, on_detector=lambda name: console.print(f"[dim]running {name}[/]")
+    )
+    console.print(summary_line(evaluation))
+    console.print(markdown_table(evaluation), markup=False)
+    for line in target_check(evaluation):
+        console.print(line, markup=False)
+    paths = write_outputs(evaluation, out or corpus / "results")
+    console.print(
+        f"table: {paths['markdown']}  csv: {paths['csv']}  figure: {paths['figure']}  "
+        f"({time.monotonic() - started:.1f}s)"
+    )

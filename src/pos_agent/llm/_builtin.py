@@ -1,0 +1,116 @@
+"""The factories of the built-in backends; `_registry` lists them, one entry each.
+
+A factory turns the target of a spec (what follows "prefix:") and the options into a Backend.
+It imports its heavy packages itself, so importing the model layer stays cheap, and raises
+BackendError(kind="config") saying what to do when something is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pos_agent.llm._backend import Backend, BackendError
+from pos_agent.llm._options import DASHSCOPE_BASE_URL, ModelOptions, secret_value
+
+_INSTALL_LOCAL = (
+    "llama-cpp-python is not installed; install the local extra: "
+    "`uv sync --extra local` (or pip install 'pos-agent[local]')"
+)
+_INSTALL_OPENAI = (
+    "httpx is not installed; install the openai extra: "
+    "`uv sync --extra openai` (or pip install 'pos-agent[openai]')"
+)
+
+
+def scripted(target: str, options: ModelOptions) -> Backend:
+    from pos_agent.llm._scripted import ScriptedBackend
+
+    return ScriptedBackend()
+
+
+def local(target: str, options: ModelOptions) -> Backend:
+    from pos_agent.llm._local import embedded_gguf_path
+
+    _require_llama_cpp()
+    return _llama_cpp(embedded_gguf_path(), options)
+
+
+def gguf(target: str, options: ModelOptions) -> Backend:
+    _require_llama_cpp()
+    path = Path(target).expanduser()
+    if not path.is_file():
+        raise BackendError(
+            "config",
+            f"no GGUF file at {path}; give the path of a .gguf model file",
+            retryable=False,
+        )
+    return _llama_cpp(path, options)
+
+
+def openai(target: str, options: ModelOptions) -> Backend:
+    base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = secret_value(options.api_key) or os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None and base_url is None:
+        # Local servers (vLLM, Ollama, llama.cpp) need no key; OpenAI itself always does.
+        raise BackendError(
+            "config",
+            "no OpenAI API key: set OPENAI_API_KEY, or pass --base-url for an "
+            "OpenAI-compatible server that needs none (vLLM, Ollama, llama.cpp server)",
+            retryable=False,
+        )
+    return _http_chat(target, options, "openai", base_url, api_key, "OPENAI_API_KEY")
+
+
+def dashscope(target: str, options: ModelOptions) -> Backend:
+    base_url = options.base_url or os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
+    api_key = secret_value(options.api_key) or os.environ.get("DASHSCOPE_API_KEY") or None
+    if api_key is None:
+        raise BackendError(
+            "config",
+            "no DashScope API key: set DASHSCOPE_API_KEY (or pass an api_key in the options)",
+            retryable=False,
+        )
+    return _http_chat(target, options, "dashscope", base_url, api_key, "DASHSCOPE_API_KEY")
+
+
+def _require_llama_cpp() -> None:
+    from pos_agent.llm._local import llama_cpp_available
+
+    if not llama_cpp_available():
+        raise BackendError("config", _INSTALL_LOCAL, retryable=False)
+
+
+def _llama_cpp(path: Path, options: ModelOptions) -> Backend:
+    from pos_agent.llm._local import LlamaCppBackend
+
+    return LlamaCppBackend(
+        path,
+        n_ctx=options.n_ctx,
+        n_threads=options.threads(),
+        seed=options.seed,
+        slot=options.context_slot,
+    )
+
+
+def _http_chat(
+    model: str,
+    options: ModelOptions,
+    provider: str,
+    base_url: str | None,
+    api_key: str | None,
+    key_env: str,
+) -> Backend:
+    from pos_agent.llm._openai import OpenAICompatibleBackend, openai_available
+
+    if not openai_available():
+        raise BackendError("config", _INSTALL_OPENAI, retryable=False)
+    return OpenAICompatibleBackend(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout_s=options.timeout_s,
+        max_reply_bytes=options.max_reply_bytes,
+        provider=provider,
+        key_env=key_env,
+    )

@@ -1,0 +1,164 @@
+"""The corpus on disk: one JSON object per trajectory, versioned, plus a manifest of games.
+
+A corpus folder holds:
+
+- `games/<game id>.z8` and `.json`: the TextWorld games, as `tw-make` writes them;
+- `trajectories/<game id>.jsonl`: that game's trajectories, written whole once the game is done;
+- `corpus.jsonl`: every trajectory, written last (its presence means the corpus is complete);
+- `manifest.json`: the seed, the settings and each game's status (used, or skipped and why).
+
+Each step stores the oracle world as a diff against the previous step (`added`/`removed`), so
+the corpus stays small while anyone can rebuild the full fact set of any step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+CORPUS_VERSION = 1
+
+Label = Literal["none", "static", "cycle", "drift", "explore"]
+SegmentKind = Literal["static", "cycle", "drift", "explore"]
+GameFamily = Literal["tw-cooking", "custom"]
+TrajectoryKind = Literal["clean", "injected"]
+
+
+class OracleState(BaseModel):
+    """The oracle belief after a step: the game's true facts about what has been seen."""
+
+    added: list[str] = Field(default_factory=list)
+    """Facts true now that were not at the previous step (all facts at the initial state)."""
+    removed: list[str] = Field(default_factory=list)
+    """Facts true at the previous step that are not now."""
+    about: list[str]
+    """What the focus is about: the first open goal fact's objects and the player."""
+    focus: list[str]
+    """The known facts that mention one of `about` (the goal's objects, the player's place)."""
+    open_goals: list[str]
+    """Win facts that do not hold yet (the achievement gaps)."""
+    unseen_goal_objects: list[str]
+    """Objects named by win facts that no observation has shown yet (the epistemic gaps)."""
+    plan_length: int
+    """Length of the game's shortest known winning plan from here (see `oracle.py`)."""
+
+
+class StepRecord(BaseModel):
+    """One executed step of a trajectory."""
+
+    t: int
+    """Step number, 1 for the first action."""
+    action: str
+    observation: str
+    """The real game's text after the action."""
+    label: Label
+    """The injected segment kind this step belongs to, or "none"."""
+    segment: int | None = None
+    """Index of that segment in `Trajectory.segments`."""
+    error: bool = False
+    """The game did not accept the command."""
+    progress: int
+    """1 iff the shortest winning plan got shorter with this step."""
+    score: int
+    oracle: OracleState
+
+
+class Segment(BaseModel):
+    """An injected stretch of a trajectory."""
+
+    kind: SegmentKind
+    start: int
+    """First step number of the segment."""
+    end: int
+    """Last step number of the segment."""
+    detail: str = ""
+    """How it was built, e.g. "repeat 'look'" or "rooms kitchen, pantry"."""
+
+
+class Trajectory(BaseModel):
+    """One trajectory executed in one real game."""
+
+    version: int = CORPUS_VERSION
+    id: str
+    game: str
+    """Game file relative to the corpus folder (`games/<id>.z8`)."""
+    family: GameFamily
+    kind: TrajectoryKind
+    goal: str
+    """The game's objective text."""
+    won: bool
+    """The real game printed its winning end."""
+    initial_observation: str
+    initial: OracleState
+    steps: list[StepRecord]
+    segments: list[Segment] = Field(default_factory=list)
+
+    def worlds(self) -> Iterator[frozenset[str]]:
+        """The full oracle fact set after each step (the initial state excluded)."""
+        facts = set(self.initial.added)
+        for step in self.steps:
+            facts.difference_update(step.oracle.removed)
+            facts.update(step.oracle.added)
+            yield frozenset(facts)
+
+
+class GameEntry(BaseModel):
+    """One generated game in the manifest."""
+
+    id: str
+    family: GameFamily
+    seed: int
+    command: str
+    """The equivalent `tw-make` command line."""
+    status: Literal["used", "skipped"]
+    reason: str = ""
+    trajectories: int = 0
+    steps: int = 0
+
+
+class Manifest(BaseModel):
+    version: int = CORPUS_VERSION
+    seed: int
+    games_requested: int
+    textworld: str
+    games: list[GameEntry] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def dump_trajectories(trajectories: Iterable[Trajectory]) -> str:
+    return "".join(t.model_dump_json() + "\n" for t in trajectories)
+
+
+def load_trajectories(path: Path) -> list[Trajectory]:
+    """Read a JSONL file of trajectories; raises ValueError naming the bad line."""
+    trajectories = []
+    with path.open(encoding="utf-8") as stream:
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                trajectories.append(Trajectory.model_validate(json.loads(line)))
+            except ValueError as exc:
+                raise ValueError(f"{path}:{number}: not a trajectory record ({exc})") from exc
+    return trajectories

@@ -344,6 +344,7 @@ def test_write_report_writes_markdown_csv_and_png(tmp_path: Path) -> None:
     } <= names
     assert {p.name for p in written.plot_paths} == {
         "success.png",
+        "pos_vs_baseline.png",
         "tokens.png",
         "trapping.png",
         "context_length.png",
@@ -437,3 +438,52 @@ def test_baselines_split_their_cost_by_role_and_run_no_health_check() -> None:
     assert rows["lh_harness"]["policy prompt"] is None and rows["lh_harness"]["total"] == 110.0
     trapping = table(tables, "trapping")
     assert [row[2] for row in trapping.rows][:2] == ["n/a", "n/a"], "baselines: no health check"
+
+
+def test_the_best_value_is_bold_as_in_the_paper() -> None:
+    cases = [
+        case("raw", status="failure", tokens={"policy": (900, 10)}),
+        case("raw", tokens={"policy": (900, 10)}),
+        case("acon", tokens={"policy": (300, 10), "compressor": (50, 5)}),
+        case("pos", tokens={"policy": (300, 10), "belief": (50, 5)}),
+        case("pos", env="scienceworld", category=None, status="failure"),
+    ]
+    tables = {t.name: t for t in build_tables(aggregate(cases))}
+    success = tables["success"]
+    assert success.columns == ["benchmark", "raw", "acon", "pos"]
+    # alfworld-mini: acon and pos both at 100% (bold, ties too); scienceworld has one method only.
+    assert success.bold == {(0, 2), (0, 3), (2, 2)}, "row 'all': acon 1/1 is the best"
+    text = render_table(success)
+    assert "| alfworld-mini | 50.0% (1/2) | **100.0% (1/1)** | **100.0% (1/1)** |" in text
+    tokens = tables["tokens"]
+    policy_prompt = tokens.columns.index("policy prompt")
+    bold_rows = {r for r, c in tokens.bold if c == policy_prompt}
+    assert bold_rows == {2}, "fewest policy tokens per episode: pos's 150 (300 over 2 episodes)"
+    assert tables["success_by_category"].bold == {(0, 3), (0, 4)}, "acon and pos on Transform"
+    assert "**" not in render_table(tables["outcomes"]), "only Tables 1, 2 and 9"
+
+
+def test_figure_1_pits_pos_against_the_strongest_baseline_per_benchmark_and_backbone(
+    tmp_path: Path,
+) -> None:
+    cases = [
+        case("raw", status="failure"),
+        case("hiagent"),
+        case("pace", status="failure"),
+        case("pos"),
+        case("pos", status="failure"),
+        case("pos", model="openai:gpt-4o"),  # no baseline on this backbone: no row
+        case("acon", env="scienceworld", category=None),
+        case("pos", env="scienceworld", category=None, status="failure"),
+    ]
+    figure = {t.name: t for t in build_tables(aggregate(cases))}["pos_vs_baseline"]
+    assert figure.rows == [
+        ["alfworld-mini", "local", "pos · local", Rate(1, 2), "hiagent · local", Rate(1, 1), -50.0],
+        ["scienceworld", "local", "pos · local", Rate(0, 1), "acon · local", Rate(1, 1), -100.0],
+    ]
+    assert "pos_vs_baseline" not in {t.name for t in build_tables(aggregate([case("pos")]))}
+    for i, result in enumerate(cases):
+        write_result(tmp_path / "run" / f"c{i}", result.model_copy(update={"case": f"c{i}"}))
+    written = write_report([tmp_path / "run"], tmp_path / "out")
+    png = tmp_path / "out" / "pos_vs_baseline.png"
+    assert png in written.plot_paths and png.read_bytes()[:8] == PNG

@@ -33,6 +33,8 @@ METHOD_ORDER = (
     "generic_recovery",
     "expert",
 )
+# The methods PoS is compared with in Figure 1 (left): Raw and the four context baselines.
+BASELINE_AGENTS = ("raw", "acon", "pace", "hiagent", "lh_harness")
 # PoS's roles, then the baselines' internal roles (Table 2 splits every method's cost by role).
 ROLE_ORDER = (
     "policy",
@@ -141,6 +143,7 @@ class MethodStats:
 
     label: str
     agent: str
+    model: str = ""  # the backbone (model_label of the cases' models)
     outcomes: Counter[str] = field(default_factory=Counter)  # every case, per status
     success: Rate = field(default_factory=Rate)  # over scored episodes
     steps: Mean = field(default_factory=Mean)
@@ -244,7 +247,7 @@ def aggregate(
     stats: dict[str, MethodStats] = {}
     problems: list[Problem] = []
     for label, case in zip(labels, cases, strict=True):
-        method = stats.setdefault(label, MethodStats(label, case.agent))
+        method = stats.setdefault(label, MethodStats(label, case.agent, model_label(case.models)))
         method.add(case, context_field)
         if not is_scored(case.status):
             problems.append(

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from pos_agent.llm import ScriptedModel
+from pos_agent.agents.base import Episode
+from pos_agent.agents.baselines import build_baseline, resolve_settings
+from pos_agent.agents.settings import role_limits
+from pos_agent.envs import Environment
+from pos_agent.events import Event
+from pos_agent.llm import ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.trace import TraceWriter, read_events
 
 Reply = str | BaseException | None
 Answer = Callable[[GenerationRequest], Reply]
@@ -59,3 +67,31 @@ def numbered(prefix: str) -> Answer:
         return f"{prefix} {count}"
 
     return answer
+
+
+def run_baseline(
+    method: str,
+    script: RoleScript,
+    env: Environment,
+    case_dir: Path,
+    options: dict[str, Any] | None = None,
+    *,
+    family_env: str = "alfworld-mini",
+) -> tuple[Episode, TokenLedger, list[Event]]:
+    """One episode of a baseline with a scripted backbone (a real model's profile: unbounded
+    schemas, 512 tokens), traced into `case_dir`; the episode, its ledger and its events."""
+    settings = resolve_settings(family_env, method, options or {}, generation_tokens=512)
+    ledger = TokenLedger()
+    with TraceWriter(case_dir) as trace:
+        agent, _ = build_baseline(
+            method,
+            script.model(),
+            settings,
+            limits=role_limits("policy", model="openai:x", generation_tokens=512),
+            ledger=ledger,
+            trace=trace,
+            on_step=None,
+            temperature=0.0,
+        )
+        episode = agent.run(env)
+    return episode, ledger, list(read_events(case_dir))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pos_agent.agents.context import INTERNAL_ROLES
 from pos_agent.llm import ROLES, Completion, ModelFailure, TokenLedger, Usage
 
 
@@ -14,7 +15,20 @@ def answer(prompt: int, completion: int, latency: float = 0.5, cached: bool = Fa
 
 
 def test_roles_are_the_papers() -> None:
-    assert ROLES == ("policy", "belief", "sentinel", "provider", "judge")
+    # PoS's roles, the diagnosis environments' roles, then the baselines' internal roles.
+    assert ROLES[:5] == ("policy", "belief", "sentinel", "provider", "judge")
+    assert set(ROLES[5:]) == set(INTERNAL_ROLES)
+
+
+def test_every_baseline_role_is_accounted() -> None:
+    ledger = TokenLedger()
+    for role in INTERNAL_ROLES:
+        ledger.record(role, answer(10, 2), step=3)
+    assert {role: ledger.by_role()[role]["calls"] for role in INTERNAL_ROLES} == dict.fromkeys(
+        INTERNAL_ROLES, 1
+    )
+    with pytest.raises(ValueError, match="unknown role"):
+        ledger.record("planner", answer(1, 1))
 
 
 def test_totals_per_role_and_overall() -> None:

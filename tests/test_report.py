@@ -153,16 +153,19 @@ def test_methods_side_by_side_in_the_papers_order_with_models_when_several() -> 
         case("no_trapping", model="local"),
     ]
     data = aggregate(cases)
+    # Paper Table 1: Raw, ACON, PACE, HiAgent, LongHorizon-Harness, PoS, then the ablations.
     assert data.methods == [
+        "raw · local",
         "pos · local",
         "pos · openai:gpt-4o",
         "no_trapping · local",
-        "raw · local",
         "expert",
     ]
     success = table(build_tables(data), "success")
     assert success.columns == ["benchmark", *data.methods]
-    assert aggregate([case("pos"), case("raw")]).methods == ["pos", "raw"], "one model: no suffix"
+    assert aggregate([case("pos"), case("raw")]).methods == ["raw", "pos"], "one model: no suffix"
+    six = [case(m) for m in ("pos", "lh_harness", "hiagent", "pace", "acon", "raw")]
+    assert aggregate(six).methods == ["raw", "acon", "pace", "hiagent", "lh_harness", "pos"]
 
 
 def test_split_runs_makes_each_run_its_own_method() -> None:
@@ -180,8 +183,9 @@ def test_success_per_benchmark_and_per_category() -> None:
     tables = build_tables(aggregate(cases))
     success = table(tables, "success")
     assert [row[0] for row in success.rows] == ["alfworld-mini", "scienceworld", "all"]
-    assert success.rows[0][1:] == [Rate(1, 2), Rate(0, 0)]
-    assert success.rows[2][1:] == [Rate(2, 3), Rate(0, 1)]
+    assert success.columns[1:] == ["raw", "pos"]
+    assert success.rows[0][1:] == [Rate(0, 0), Rate(1, 2)]
+    assert success.rows[2][1:] == [Rate(0, 1), Rate(2, 3)]
     categories = table(tables, "success_by_category")
     assert [row[:2] for row in categories.rows] == [
         ["alfworld-mini", "Pick"],
@@ -210,8 +214,8 @@ def test_tokens_are_mean_per_episode_per_role() -> None:
         "sentinel completion",
         "total",
     ]
-    assert tokens.rows[0] == ["pos", 2, 150.0, 15.0, 200.0, 20.0, 100.0, 10.0, 495.0]
-    assert tokens.rows[1] == ["raw", 1, 1000.0, 40.0, None, None, None, None, 1040.0]
+    assert tokens.rows[0] == ["raw", 1, 1000.0, 40.0, None, None, None, None, 1040.0]
+    assert tokens.rows[1] == ["pos", 2, 150.0, 15.0, 200.0, 20.0, 100.0, 10.0, 495.0]
 
 
 def test_trapping_incidence_and_pattern_distribution() -> None:
@@ -223,14 +227,14 @@ def test_trapping_incidence_and_pattern_distribution() -> None:
         case("raw"),
     ]
     trapping = table(build_tables(aggregate(cases)), "trapping")
-    pos = dict(zip(trapping.columns, trapping.rows[0], strict=True))
+    pos = dict(zip(trapping.columns, trapping.rows[1], strict=True))
     assert pos["trapped episodes"] == Rate(2, 4)
     assert pos["trapped steps/episode"] == 1.0
     assert pos["static share"] == Rate(2, 4) and pos["cycle share"] == Rate(1, 4)
     assert pos["drift share"] == Rate(1, 4) and pos["none share"] == Rate(0, 4)
     assert pos["success if trapped"] == Rate(1, 2)
     assert pos["success if not trapped"] == Rate(2, 2)
-    raw = dict(zip(trapping.columns, trapping.rows[1], strict=True))
+    raw = dict(zip(trapping.columns, trapping.rows[0], strict=True))
     assert raw["trapped episodes"] == "n/a", "raw runs no health check: not 0%"
 
 
@@ -244,8 +248,8 @@ def test_success_against_context_length_when_the_suite_varies_it() -> None:
         case(extra={}),  # no value: left out of this table only
     ]
     context = table(build_tables(aggregate(cases)), "context_length")
-    assert context.columns == ["context_length", "pos", "raw"]
-    assert context.rows == [["2000", Rate(1, 2), Rate(0, 0)], ["8000", Rate(1, 1), Rate(0, 1)]]
+    assert context.columns == ["context_length", "raw", "pos"]
+    assert context.rows == [["2000", Rate(0, 0), Rate(1, 2)], ["8000", Rate(0, 1), Rate(1, 1)]]
     nested = aggregate([case(extra={"suite": {"tokens": 4}})], context_field="suite.tokens")
     assert nested.stats["pos"].by_context == {4.0: Rate(1, 1)}
     assert context_value({"context_length": "long"}, "context_length") == "long"
@@ -261,7 +265,7 @@ def test_extra_metrics_are_averaged_per_method_without_new_code() -> None:
     ]
     metrics = table(build_tables(aggregate(cases)), "metrics")
     assert metrics.columns == ["method", "benchmark", "episodes", "FT", "Joint", "RCL"]
-    assert metrics.rows == [["pos", "rca", 2, 1.0, 0.5, 0.5], ["raw", "rca", 1, 0.0, None, 0.5]]
+    assert metrics.rows == [["raw", "rca", 1, 0.0, None, 0.5], ["pos", "rca", 2, 1.0, 0.5, 0.5]]
 
 
 # -- text ----------------------------------------------------------------------------------------
@@ -340,6 +344,7 @@ def test_write_report_writes_markdown_csv_and_png(tmp_path: Path) -> None:
     } <= names
     assert {p.name for p in written.plot_paths} == {
         "success.png",
+        "pos_vs_baseline.png",
         "tokens.png",
         "trapping.png",
         "context_length.png",
@@ -397,7 +402,7 @@ def test_adding_a_method_or_a_table_is_one_entry() -> None:
     from pos_agent.bench.report import TABLES, ReportData
 
     data = aggregate([case("my_baseline"), case("pos"), case("raw")])
-    assert data.methods == ["pos", "raw", "my_baseline"], "unknown methods after the paper's"
+    assert data.methods == ["raw", "pos", "my_baseline"], "unknown methods after the paper's"
 
     def per_method_steps(data: ReportData) -> Table:
         rows: list[list[Any]] = [[m.label, m.steps.value] for m in data.stats.values()]
@@ -405,7 +410,7 @@ def test_adding_a_method_or_a_table_is_one_entry() -> None:
 
     TABLES.append(per_method_steps)
     try:
-        assert table(build_tables(data), "steps").rows[0] == ["pos", 10.0]
+        assert table(build_tables(data), "steps").rows[0] == ["raw", 10.0]
     finally:
         TABLES.remove(per_method_steps)
 
@@ -416,3 +421,69 @@ def test_no_report_module_is_over_600_lines() -> None:
     folder = Path(report.__file__).parent
     sizes = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
     assert len(sizes) >= 5 and max(sizes.values()) <= 600, sizes
+
+
+def test_baselines_split_their_cost_by_role_and_run_no_health_check() -> None:
+    cases = [
+        case("acon", tokens={"policy": (100, 10), "compressor": (400, 40)}),
+        case("lh_harness", tokens={"manager": (50, 5), "executor": (30, 3), "auditor": (20, 2)}),
+        case("pos", tokens={"policy": (10, 1), "belief": (20, 2), "sentinel": (30, 3)}),
+    ]
+    tables = build_tables(aggregate(cases))
+    tokens = table(tables, "tokens")
+    roles = [c.removesuffix(" prompt") for c in tokens.columns if c.endswith(" prompt")]
+    assert roles == ["policy", "belief", "sentinel", "compressor", "manager", "executor", "auditor"]
+    rows = {row[0]: dict(zip(tokens.columns, row, strict=True)) for row in tokens.rows}
+    assert rows["acon"]["compressor prompt"] == 400.0 and rows["acon"]["total"] == 550.0
+    assert rows["lh_harness"]["policy prompt"] is None and rows["lh_harness"]["total"] == 110.0
+    trapping = table(tables, "trapping")
+    assert [row[2] for row in trapping.rows][:2] == ["n/a", "n/a"], "baselines: no health check"
+
+
+def test_the_best_value_is_bold_as_in_the_paper() -> None:
+    cases = [
+        case("raw", status="failure", tokens={"policy": (900, 10)}),
+        case("raw", tokens={"policy": (900, 10)}),
+        case("acon", tokens={"policy": (300, 10), "compressor": (50, 5)}),
+        case("pos", tokens={"policy": (300, 10), "belief": (50, 5)}),
+        case("pos", env="scienceworld", category=None, status="failure"),
+    ]
+    tables = {t.name: t for t in build_tables(aggregate(cases))}
+    success = tables["success"]
+    assert success.columns == ["benchmark", "raw", "acon", "pos"]
+    # alfworld-mini: acon and pos both at 100% (bold, ties too); scienceworld has one method only.
+    assert success.bold == {(0, 2), (0, 3), (2, 2)}, "row 'all': acon 1/1 is the best"
+    text = render_table(success)
+    assert "| alfworld-mini | 50.0% (1/2) | **100.0% (1/1)** | **100.0% (1/1)** |" in text
+    tokens = tables["tokens"]
+    policy_prompt = tokens.columns.index("policy prompt")
+    bold_rows = {r for r, c in tokens.bold if c == policy_prompt}
+    assert bold_rows == {2}, "fewest policy tokens per episode: pos's 150 (300 over 2 episodes)"
+    assert tables["success_by_category"].bold == {(0, 3), (0, 4)}, "acon and pos on Transform"
+    assert "**" not in render_table(tables["outcomes"]), "only Tables 1, 2 and 9"
+
+
+def test_figure_1_pits_pos_against_the_strongest_baseline_per_benchmark_and_backbone(
+    tmp_path: Path,
+) -> None:
+    cases = [
+        case("raw", status="failure"),
+        case("hiagent"),
+        case("pace", status="failure"),
+        case("pos"),
+        case("pos", status="failure"),
+        case("pos", model="openai:gpt-4o"),  # no baseline on this backbone: no row
+        case("acon", env="scienceworld", category=None),
+        case("pos", env="scienceworld", category=None, status="failure"),
+    ]
+    figure = {t.name: t for t in build_tables(aggregate(cases))}["pos_vs_baseline"]
+    assert figure.rows == [
+        ["alfworld-mini", "local", "pos · local", Rate(1, 2), "hiagent · local", Rate(1, 1), -50.0],
+        ["scienceworld", "local", "pos · local", Rate(0, 1), "acon · local", Rate(1, 1), -100.0],
+    ]
+    assert "pos_vs_baseline" not in {t.name for t in build_tables(aggregate([case("pos")]))}
+    for i, result in enumerate(cases):
+        write_result(tmp_path / "run" / f"c{i}", result.model_copy(update={"case": f"c{i}"}))
+    written = write_report([tmp_path / "run"], tmp_path / "out")
+    png = tmp_path / "out" / "pos_vs_baseline.png"
+    assert png in written.plot_paths and png.read_bytes()[:8] == PNG

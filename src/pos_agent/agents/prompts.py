@@ -267,3 +267,68 @@ def raw_policy(
         + f"\n{_actions_block(actions, tools, max_calls)}"
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
+
+
+# -- the context-management baselines (ACON, PACE, HiAgent; LongHorizon-Harness decisions) --------
+
+CONTEXT_SYSTEM = """You are an agent acting in an environment to reach a goal.
+Read the goal and your memory of the earlier steps, think briefly, then pick the next action."""
+
+
+def context_policy(
+    goal: str,
+    first_observation: str,
+    memory: str,
+    step: int,
+    actions: Sequence[str] | None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    max_calls: int = 1,
+    method_note: str = "",
+    lookup_hint: str = "",
+    lookups: Sequence[str] = (),
+) -> list[Message]:
+    """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
+    ends with the latest observation), the lookups made at this step, the actions."""
+    system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
+    parts = [f"Goal: {goal}", f"Step 0:\n{first_observation.strip()}"]
+    if memory.strip():
+        parts.append(memory.strip())
+    parts.append(
+        f"You are at step {step}; the last step above is the latest observation."
+        if step
+        else "You are at step 0: act on the observation above."
+    )
+    if lookups:
+        parts.append(
+            "Looked up at this step (no action spent):\n" + "\n".join(f"- {x}" for x in lookups)
+        )
+    block = _actions_block(actions, tools, max_calls)
+    parts.append(block + (f"\n{lookup_hint}" if lookup_hint else ""))
+    return [Message("system", system), Message("user", "\n\n".join(parts))]
+
+
+LONG_HORIZON_SYSTEM = """You play one role in a managed long-horizon task, one action at a time.
+Follow your role's instructions below and answer with one of the actions offered."""
+
+
+def long_horizon_decision(
+    context: str,
+    actions: Sequence[str] | None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    max_calls: int = 1,
+    observation: str | None = None,
+    finish_hint: bool = False,
+) -> list[Message]:
+    """One LongHorizon-Harness decision (executor action, auditor query, final answer): the
+    role's context as the harness built it, the latest observation if the role needs it, and
+    the actions the role may take."""
+    parts = [context.strip()]
+    if observation is not None:
+        parts.append(f"Current observation:\n{observation.strip()}")
+    block = _actions_block(actions, tools, max_calls)
+    if finish_hint:
+        block += '\nAnswer "finish" to end your turn without an action.'
+    parts.append(block)
+    return [Message("system", LONG_HORIZON_SYSTEM), Message("user", "\n\n".join(parts))]

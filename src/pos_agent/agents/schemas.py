@@ -382,6 +382,31 @@ def decision_schema(
     return action_schema(listed, bounds)
 
 
+SUBGOAL_HELP = "The subgoal this action serves: repeat the current one until it is done."
+
+
+@lru_cache(maxsize=64)
+def with_subgoal(schema: type[BaseModel], bounds: SchemaBounds) -> type[BaseModel]:
+    """A decision schema with a `subgoal` field between the thought and the action (HiAgent:
+    every answer names the subgoal it works on, as upstream's "Subgoal: ... Action: ...")."""
+    rest = {n: (f.annotation, f) for n, f in schema.model_fields.items() if n != "thought"}
+    thought = schema.model_fields["thought"]
+    fields: dict[str, Any] = {
+        "thought": (thought.annotation, thought),
+        # A short phrase, bounded like a name: under the compact profile a long bound lets the
+        # 135M model pad it ("1. 2. 3. ...") past its 128-token budget.
+        "subgoal": (_string(bounds.name_chars), Field(description=SUBGOAL_HELP)),
+        **rest,
+    }
+    # Tool decisions stay ToolDecisions (action_text reads them as calls); a plain answer's
+    # `action` is read by name.
+    base = ToolDecision if issubclass(schema, ToolDecision) else BaseModel
+    extended: type[BaseModel] = create_model(
+        schema.__name__, __base__=base, __module__=__name__, **fields
+    )
+    return extended
+
+
 def tool_calls_of(answer: BaseModel) -> list[dict[str, Any]]:
     """The `{"tool", "args"}` objects of a tool decision, optional arguments left out."""
     calls = getattr(answer, "calls", None)

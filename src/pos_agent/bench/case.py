@@ -33,6 +33,7 @@ from pos_agent.agents.base import (
     finish,
     observation_event,
 )
+from pos_agent.agents.baselines import BASELINES, build_baseline, resolve_settings
 from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
@@ -80,7 +81,8 @@ from pos_agent.trace import (
     write_result,
 )
 
-AGENTS: tuple[str, ...] = (*VARIANTS, "raw", "expert")
+# The paper's method order: Raw, the four baselines, PoS, its ablations; then the expert.
+AGENTS: tuple[str, ...] = ("raw", *BASELINES, *VARIANTS, "expert")
 HEALTH_MODES: tuple[Diagnosis, ...] = get_args(Diagnosis)
 MODEL_ROLES = ("policy", "belief", "sentinel")
 
@@ -109,6 +111,10 @@ class CaseSpec:
     # left out use the environment's offline option. The same for every method (the paper's
     # fixed LLM).
     env_models: dict[str, str] = field(default_factory=dict)
+    # Baselines: the suite's parameters for this method (agents/context/settings.py), and the
+    # PACE relevance scorer (tfidf offline, or an embeddings endpoint spec).
+    method_options: dict[str, Any] = field(default_factory=dict)
+    embed_model: str = "tfidf"
 
     @property
     def case_id(self) -> str:
@@ -123,7 +129,8 @@ class CaseSpec:
     def models(self) -> dict[str, str]:
         if self.agent == "expert":
             return {}
-        roles = ("policy",) if self.agent == "raw" else MODEL_ROLES
+        # Raw and the baselines have one backbone (every baseline call uses it, App. D.1).
+        roles = ("policy",) if self.agent == "raw" or self.agent in BASELINES else MODEL_ROLES
         return {role: self.role_models.get(role, self.model) for role in roles}
 
 
@@ -485,6 +492,23 @@ def _build_agent(
             context_window=window,
             temperature=TEMPERATURE,
         )
+        return agent, settings
+    if spec.agent in BASELINES:
+        baseline = resolve_settings(
+            spec.env, spec.agent, spec.method_options, generation_tokens=generation_tokens
+        )
+        agent, recorded = build_baseline(
+            spec.agent,
+            models["policy"],
+            baseline,
+            limits=limits.policy,
+            ledger=ledger,
+            trace=trace,
+            on_step=on_step,
+            temperature=TEMPERATURE,
+            embed_model=spec.embed_model,
+        )
+        settings.update(recorded)
         return agent, settings
     variant = next(v for v in VARIANTS if v == spec.agent)
     config = replace(

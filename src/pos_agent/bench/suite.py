@@ -17,6 +17,10 @@ context_window: null   # raw baseline: cut the history to fit this many tokens (
                        # local models use their n_ctx)
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}
+  acon: {threshold_tokens: 512, summary_tokens: 256}  # the baselines' parameters
+  pace: {t_max: null}  # (agents/context/settings.py: every name, its default and its source)
+  hiagent: {summary_tokens: 128}
+  lh_harness: {max_rounds: 25}
 env_options: {}        # extra keyword arguments for make_env
 env_model: null        # environments with model roles (clindiag): SPEC, or {ROLE: SPEC}
 timeout_s: 120         # optional: deadline of one model request (CLI --timeout wins)
@@ -37,6 +41,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pos_agent.agents.context.settings import baseline_settings, option_names, with_options
 from pos_agent.agents.settings import ProfileName, SchemaBounds
 from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
@@ -50,15 +55,21 @@ def _no_seed() -> list[int | None]:
 
 
 class MethodSettings(BaseModel):
-    """Per-method settings a suite may fix."""
+    """Per-method settings a suite may fix. The baselines (acon, pace, hiagent, lh_harness) also
+    take their own parameters by name (`agents/context/settings.py`); the suite checks them."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Extra keys are the baselines' parameters, checked per method by `Suite`.
+    model_config = ConfigDict(extra="allow")
     recovery: RecoveryMode = "soft"
     """Recovery mode of PoS variants."""
     global_audit_every: int | None = Field(default=None, ge=0)
     """Steps between global audits of PoS variants (paper Table 8: 8; 32 on LOCA-Bench only)."""
     max_steps: int | None = Field(default=None, ge=1)
     """Overrides the suite's budget for this method."""
+
+    def baseline_options(self) -> dict[str, Any]:
+        """The baseline parameters given for this method (the extra keys)."""
+        return dict(self.model_extra or {})
 
 
 class Suite(BaseModel):
@@ -121,6 +132,25 @@ class Suite(BaseModel):
         if isinstance(self.env_model, dict):
             return {str(k): str(v) for k, v in self.env_model.items()}
         return parse_env_models(self.env_model)
+
+    @model_validator(mode="after")
+    def _method_parameters(self) -> Suite:
+        """Each method's extra keys must be that baseline's parameters, with valid values."""
+        for method, settings in self.methods.items():
+            options = settings.baseline_options()
+            if not options:
+                continue
+            if not option_names(method):
+                raise ValueError(
+                    f"methods.{method}: unknown setting(s) {', '.join(sorted(options))}; "
+                    "known: recovery, global_audit_every, max_steps (the baselines acon, pace, "
+                    "hiagent and lh_harness also take their parameters)"
+                )
+            try:
+                with_options(baseline_settings(self.env), method, options)
+            except ValueError as exc:
+                raise ValueError(f"methods.{method}: {exc}") from None
+        return self
 
     @field_validator("bounds")
     @classmethod
@@ -207,6 +237,7 @@ class Suite(BaseModel):
                             seed=seed,
                             env_options=dict(self.env_options),
                             env_models=dict(chosen),
+                            method_options=settings.baseline_options(),
                         )
                     )
         return specs

@@ -29,25 +29,33 @@ from typing import Any
 from pos_agent.belief import Belief, apply_patch_detailed
 from pos_agent.events import (
     TRACE_VERSION,
+    AconContextEvent,
     ActionEvent,
     ActiveGapEvent,
     BeliefCommitEvent,
     BeliefInitEvent,
     BeliefPatchEvent,
     BeliefRejectEvent,
+    CompressionEvent,
     DegradedEvent,
     EpisodeEndEvent,
     EpisodeStartEvent,
     Event,
     HealthEvent,
+    HiAgentContextEvent,
+    LookupEvent,
     ModelCallEvent,
     ModelFailureEvent,
     ObservationEvent,
+    PaceContextEvent,
     ProgressEvent,
     RecoveryEvent,
     RecoveryReleaseEvent,
     RevisionEvent,
+    RoundAuditEvent,
+    RoundPlanEvent,
     SentinelEvent,
+    SubgoalEvent,
     TraceLines,
 )
 from pos_agent.trace import CaseResult, read_result, read_trace
@@ -55,6 +63,21 @@ from pos_agent.trace import CaseResult, read_result, read_trace
 TEMPLATE = "view_template.html"
 _RECORD_TABLES = ("entities", "states", "relations", "gaps")
 _COMMON = frozenset({"v", "event", "step", "t"})
+# What the baselines build before a decision: shown with the step the decision leads to.
+_CONTEXT_EVENTS = (
+    AconContextEvent,
+    CompressionEvent,
+    PaceContextEvent,
+    LookupEvent,
+    HiAgentContextEvent,
+    SubgoalEvent,
+    RoundPlanEvent,
+    RoundAuditEvent,
+)
+# Roles whose calls belong to a decision (the policy's, and the baselines' internal roles).
+_DECISION_ROLES = frozenset(
+    {"policy", "compressor", "summarizer", "embedder", "manager", "executor", "auditor"}
+)
 
 
 class TraceNotFoundError(Exception):
@@ -104,6 +127,7 @@ class _StepView:
     release: dict[str, Any] | None = None
     active_gap: dict[str, Any] | None = None
     degraded: list[dict[str, Any]] = field(default_factory=list)
+    context: list[dict[str, Any]] = field(default_factory=list)  # what a baseline built
     other: list[dict[str, Any]] = field(default_factory=list)
     belief: int | None = None  # index into the view's `beliefs`
     previous_belief: int | None = None
@@ -172,9 +196,9 @@ def build_view(
         if event.step is not None:
             current = event.step
         # A decision made at step t is shown with the observation it led to (step t+1).
-        decision = isinstance(event, ActionEvent) or (
+        decision = isinstance(event, (ActionEvent, *_CONTEXT_EVENTS)) or (
             isinstance(event, ModelCallEvent | ModelFailureEvent | DegradedEvent)
-            and event.role == "policy"
+            and event.role in _DECISION_ROLES
         )
         view = at(current + 1 if decision else current)
         match event:
@@ -228,6 +252,8 @@ def build_view(
                 recovery_on = False
             case DegradedEvent():
                 view.degraded.append(_payload(event))
+            case _ if isinstance(event, _CONTEXT_EVENTS):
+                view.context.append({"kind": event.event, **_payload(event)})
             case _:
                 view.other.append({"event": event.event, **_payload(event)})
         view.recovery_active = view.recovery_active or recovery_on

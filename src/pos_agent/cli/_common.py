@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
 from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
+from pos_agent.llm import ModelFailure
 
 # Text from models, servers, tools, environments and files is printed through `shown`, so that
 # a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow).
@@ -77,6 +79,18 @@ ENV_MODEL_HELP = (
     "ROLE=SPEC, repeatable. Default: the offline options (retrieval, matcher). Example: "
     "--env-model openai:gpt-4o-mini."
 )
+EMBED_HELP = (
+    "PACE's relevance scorer: tfidf (offline lexical TF-IDF cosine, no key; the default), or an "
+    "OpenAI-compatible embeddings endpoint: openai:MODEL (OPENAI_API_KEY; OPENAI_BASE_URL for "
+    "another server) or dashscope:text-embedding-v4 (DASHSCOPE_API_KEY; the paper's). Each "
+    "result records which scorer ran."
+)
+AGENT_HELP = (
+    "Method: raw (the whole trajectory), the paper's baselines acon (history compression), pace "
+    "(per-step granularity, glimpse), hiagent (subgoal-folded memory, retrieve) and lh_harness "
+    "(manager/executor/auditor rounds), pos and its ablations no_consistency, no_trapping, "
+    "generic_recovery; or expert (the environment's planner)."
+)
 LOCA_ROOT_HELP = "LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
 
 
@@ -91,3 +105,17 @@ def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
         return parse_bounds(bound)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--bound") from None
+
+
+def checked_embed_model(spec: str, *, used: bool) -> str:
+    """The --embed-model spec; when a PACE case will use it, its key and client are checked
+    now (no request is made), so a broken set-up stops the command before any case runs."""
+    try:
+        checked = check_embed_spec(spec)
+        if used and checked != LEXICAL_SPEC:
+            load_embedder(checked)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--embed-model") from None
+    except ModelFailure as failure:
+        raise typer.BadParameter(failure.message, param_hint="--embed-model") from None
+    return checked

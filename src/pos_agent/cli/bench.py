@@ -28,6 +28,7 @@ from pos_agent.cli._common import (
     BOUND_HELP,
     CASE_TIMEOUT_HELP,
     CONTEXT_HELP,
+    EMBED_HELP,
     GENERATION_HELP,
     HEALTH_HELP,
     LOCA_ROOT_HELP,
@@ -35,6 +36,7 @@ from pos_agent.cli._common import (
     RETRIES_HELP,
     TIMEOUT_HELP,
     checked_bounds,
+    checked_embed_model,
     checked_profile,
     console,
     model_options,
@@ -53,7 +55,11 @@ def bench(
         typer.Argument(help="Built-in suite name (see --list) or the path of a suite YAML file."),
     ] = "alfworld-mini",
     agents: Annotated[
-        str, typer.Option(help=f"Comma-separated methods: {', '.join(AGENTS)}.")
+        str,
+        typer.Option(
+            help=f"Comma-separated methods: {', '.join(AGENTS)} (the paper's six: "
+            "raw,acon,pace,hiagent,lh_harness,pos)."
+        ),
     ] = "pos,raw",
     model: Annotated[
         str, typer.Option(help="Model spec for every role (local, openai:MODEL, ...).")
@@ -114,6 +120,7 @@ def bench(
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
     context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
+    embed_model: Annotated[str, typer.Option(help=EMBED_HELP)] = "tfidf",
     list_suites: Annotated[
         bool, typer.Option("--list", help="List the built-in suites and exit.")
     ] = False,
@@ -154,6 +161,7 @@ def bench(
         if value is not None
     }
     bounds = checked_bounds(bound)
+    embed = checked_embed_model(embed_model, used="pace" in methods)
     try:
         requested = parse_env_models(env_model)
     except ValueError as exc:
@@ -171,7 +179,7 @@ def bench(
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = [
-            replace(s, health=health)
+            replace(s, health=health, embed_model=embed)
             for s in loaded.cases(
                 methods,
                 model,

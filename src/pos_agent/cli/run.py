@@ -19,9 +19,11 @@ from pos_agent.bench.case import (
 from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
 from pos_agent.bench.run_folder import RunFolderError, check_run_name, prepare_out
 from pos_agent.cli._common import (
+    AGENT_HELP,
     BOUND_HELP,
     CASE_TIMEOUT_HELP,
     CONTEXT_HELP,
+    EMBED_HELP,
     ENV_MODEL_HELP,
     GENERATION_HELP,
     HEALTH_HELP,
@@ -30,6 +32,7 @@ from pos_agent.cli._common import (
     RETRIES_HELP,
     TIMEOUT_HELP,
     checked_bounds,
+    checked_embed_model,
     checked_profile,
     console,
     model_options,
@@ -47,7 +50,7 @@ from pos_agent.trace import is_scored
 def run(
     env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")],
     task: Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")],
-    agent: Annotated[str, typer.Option(help=f"Method: {', '.join(AGENTS)}.")] = "pos",
+    agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "pos",
     model: Annotated[
         str,
         typer.Option(help="Model for every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL."),
@@ -93,6 +96,7 @@ def run(
     profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
     bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
     context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
+    embed_model: Annotated[str, typer.Option(help=EMBED_HELP)] = "tfidf",
     loca_root: Annotated[Path | None, typer.Option(help=LOCA_ROOT_HELP)] = None,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
@@ -102,6 +106,9 @@ def run(
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
 
+    The baselines run with their benchmark's default parameters (agents/context/settings.py,
+    the same as the built-in suites'); `pos bench` with a suite YAML sets others.
+
     Budgets and schema bounds follow the model: the embedded `local` model runs on the compact
     profile, any other model on the paper's settings (--profile, --generation-tokens, --bound).
     """
@@ -109,6 +116,7 @@ def run(
         raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
     bounds = checked_bounds(bound)
     profile = checked_profile(profile)
+    embed = checked_embed_model(embed_model, used=agent == "pace")
     overrides = {
         role: spec
         for role, spec in (
@@ -138,6 +146,7 @@ def run(
         profile=profile,  # type: ignore[arg-type]
         bounds=bounds,
         context_window=context_window,
+        embed_model=embed,
         env_options={"loca_root": str(loca_root.expanduser().resolve())} if loca_root else {},
     )
     for name in sorted(set(spec.models().values())):

@@ -19,8 +19,22 @@ FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 StructuredMode = Literal["grammar", "json_schema", "json_object_schema", "json_object", "prompt"]
 STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
 
-# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper).
-ROLES: tuple[str, ...] = ("policy", "belief", "sentinel", "provider", "judge")
+# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):
+# the PoS roles, the diagnosis environments' own roles, and the internal roles of the paper's
+# context-management baselines (`pos_agent.agents.context.INTERNAL_ROLES`).
+ROLES: tuple[str, ...] = (
+    "policy",
+    "belief",
+    "sentinel",
+    "provider",
+    "judge",
+    "compressor",
+    "summarizer",
+    "embedder",
+    "manager",
+    "executor",
+    "auditor",
+)
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 

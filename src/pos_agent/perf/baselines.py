@@ -1,21 +1,22 @@
-"""Context building of the four baselines over a scripted RCA episode.
+"""Policy prompts and context building of the four baselines over a scripted RCA episode,
+measured through the real agents and prompts of the harness.
 
     python -m pos_agent.perf.baselines [--steps 50] [--case nz-tt-010] [--data-dir PATH]
 
 The observations are real: one RCA case (rca-nezha) is played once with a fixed round robin of
 query tools over its services (overview, metrics, traces, topology, logs, metric names), and the
 recorded outputs (up to 4,000 characters each) are replayed to every method, so each sees the
-same episode. The backbone is scripted (summaries, compressions, plans and audit reports of
-realistic length); for PoS the belief model records what each tool call was about.
+same episode. Every method runs as `pos run` runs it (RawAgent, ContextAgent for ACON, PACE and
+HiAgent, LongHorizonAgent, PosAgent), with the rca-nezha suite's parameters and its real policy
+prompts and schemas; only the backbone is scripted (summaries, compressions, plans and audit
+reports of realistic length, the same tool calls for every method).
 
-For each method and step t it reports the policy prompt tokens of the decision that produces
-observation t, and the time that decision's context took to build, model calls excluded (the
-scripted backbone answers instantly, but its time is subtracted anyway). Tokens are the scripted
-backend's estimate (four characters a token). Raw is the complete, unclipped trajectory. The
-policy prompt of the four baselines is a stand-in (system, task, the method's context, the
-current observation and the tools) until the shared ReAct harness lands; PoS runs its own loop.
-LongHorizon-Harness decides in rounds: its per-step time is the harness work between two
-environment actions (manager and audit prompts included). The last line is
+For each method and step t it reports the prompt tokens of the decision that produces
+observation t (the policy's; LongHorizon-Harness: the executor's or auditor's decision), and
+the context building of that decision: the wall time from the previous observation to the
+decision call, minus the time spent in model calls in between (summaries, compressions, belief
+updates, manager and audit calls). Tokens are the scripted backend's estimate (four characters a
+token). The last line is
 `policy tokens at step <T>: raw=<a> acon=<b> pace=<c> hiagent=<d> lh=<e> pos=<f>`.
 """
 
@@ -33,19 +34,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pos_agent.agents.context import (
-    AconMemory,
-    ModelCaller,
-    PaceMemory,
-    SubgoalMemory,
-    Turn,
-    baseline_settings,
-    count_tokens,
-    make_scorer,
-)
-from pos_agent.agents.context.longhorizon import FINISH, DecisionRequest, LongHorizonHarness
-from pos_agent.agents.context.turns import render_turns
+from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
+from pos_agent.agents.raw import RawAgent
+from pos_agent.agents.settings import role_limits
+from pos_agent.bench.suite import load_suite
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
@@ -53,11 +46,18 @@ from pos_agent.llm.backend import GenerationRequest
 
 CHECKPOINTS = (10, 25, 50, 100, 200)
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")
-POLICY_SYSTEM = (
-    "You are an agent solving a task with tools. Read the task and your context, think briefly, "
-    "then choose the next tool call."
-)
+AGENT_OF = {"lh": "lh_harness"}
+BACKBONE = "openai:backbone"  # a real model's profile: unbounded schemas, the suite's budget
 _SERVICE_LINE = re.compile(r"^\s{2}([a-z][\w-]*)\s*$", re.MULTILINE)
+# The calls that decide an environment action: (role, purpose).
+DECISIONS = frozenset(
+    {
+        ("policy", "act"),
+        ("executor", "act"),
+        ("auditor", "query"),
+        ("manager", "final_answer"),
+    }
+)
 
 
 # -- the recorded episode -------------------------------------------------------------------------
@@ -106,24 +106,63 @@ def record(case: str, data_dir: Path | None, steps: int) -> Recording:
         return Recording(env.goal, first, turns)
 
 
+@dataclass
+class Series:
+    """Per decision (index = actions taken before it): prompt tokens and build seconds."""
+
+    tokens: dict[int, int] = field(default_factory=dict)
+    seconds: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class Probe:
+    """Times the context building of each decision: from the previous observation to the
+    decision call, minus the model calls in between."""
+
+    series: Series = field(default_factory=Series)
+    model_seconds: float = 0.0
+    """Time spent inside model calls so far."""
+    mark: tuple[float, float] = (0.0, 0.0)
+    """(wall clock, model_seconds) when the last observation came back."""
+    decision: tuple[float, float, int] | None = None
+    """(wall clock, model_seconds, prompt tokens) at the start of the latest decision call."""
+
+    def observed(self) -> None:
+        self.mark = (time.perf_counter(), self.model_seconds)
+        self.decision = None
+
+    def acting(self, index: int) -> None:
+        """Action `index` is about to be sent: the decision that chose it is complete."""
+        if self.decision is None:
+            return
+        started, model_at_start, tokens = self.decision
+        wall, model_at_mark = self.mark
+        self.series.tokens[index] = tokens
+        self.series.seconds[index] = (started - wall) - (model_at_start - model_at_mark)
+
+
 class ReplayEnv(BudgetedEnvironment):
     """Replays a recording in order, whatever the action; the submission ends the case."""
 
-    name = "rca-replay"
+    name = "rca-nezha"  # the benchmark the replay comes from (its family's settings apply)
     kind: TaskKind = "diagnosis"
 
-    def __init__(self, recording: Recording, max_steps: int) -> None:
+    def __init__(self, recording: Recording, max_steps: int, probe: Probe) -> None:
         super().__init__(task_id="replay", max_steps=max_steps, category="", split="")
         self.recording = recording
         self.index = 0
-        self.seconds = 0.0
+        self.probe = probe
+
+    def reset(self) -> Observation:
+        observation = super().reset()
+        self.probe.observed()
+        return observation
 
     def step(self, action: str) -> Observation:
-        started = time.perf_counter()
-        try:
-            return super().step(action)
-        finally:
-            self.seconds += time.perf_counter() - started
+        self.probe.acting(self.steps_used)
+        observation = super().step(action)
+        self.probe.observed()
+        return observation
 
     def _backend_reset(self) -> BackendResult:
         self.goal = self.recording.goal
@@ -145,7 +184,10 @@ class ReplayEnv(BudgetedEnvironment):
 
     def _observation(self, result: BackendResult, *, budget_exhausted: bool) -> Observation:
         observation = super()._observation(result, budget_exhausted=budget_exhausted)
-        observation.tools = None if result.done else self.recording.first.tools
+        first = self.recording.first
+        observation.tools = None if result.done else first.tools
+        observation.max_calls = first.max_calls
+        observation.fallback_action = first.fallback_action
         return observation
 
 
@@ -157,8 +199,15 @@ def _filler(seed: str, chars: int) -> str:
     return (words + " ") * (chars // max(len(words), 1) + 1)
 
 
+SUBMISSION = {
+    "tool": "submit_root_cause",
+    "args": {"root_cause_entity": "frontend", "fault_type": "cpu_contention"},
+}
+
+
 class Backbone:
-    """Deterministic answers per role, of the length a real model would write."""
+    """Deterministic answers per role, of the length a real model would write; every method
+    gets the same tool calls in the same order."""
 
     def __init__(self, cycle: Sequence[str]) -> None:
         self.cycle = list(cycle)
@@ -182,7 +231,7 @@ class Backbone:
             return _filler(step, size)[:size]
         if purpose == "summarize_subgoal":
             return _filler(tail, 200)[:200]
-        if role == "manager":
+        if (role, purpose) == ("manager", "plan"):
             self.rounds += 1
             return (
                 "Task state:\nCompleted: "
@@ -192,19 +241,42 @@ class Backbone:
                 f"Subtask: check the next service\nAcceptance criteria: its telemetry is read\n"
                 f"Related audit rounds: round_{max(self.rounds - 1, 1):03d}\nBoundaries: read only"
             )
-        if role == "executor":
+        if (role, purpose) == ("executor", "report"):
             return "I queried the service. " + _filler(tail, 400)[:400]
-        if role == "auditor":
+        if (role, purpose) in (("auditor", "audit"), ("auditor", "repair")):
             return (
                 "Status: incomplete\nIntegrity: clean\nContract audit: aligned\nFacts: "
                 + _filler(tail, 600)[:600]
                 + "\nBlocking constraints: C1"
             )
-        if role == "policy":
-            return json.dumps({"thought": "next query", **json.loads(self.next_action())})
         if role == "belief":
             return json.dumps({"ops": self.patch(user)})
-        return json.dumps({"issues": [], "progress": 0, "reason": "scripted"})
+        if role == "sentinel":
+            return json.dumps({"issues": [], "progress": 0, "reason": "scripted"})
+        return self.decision(request, user)
+
+    def decision(self, request: GenerationRequest, user: str) -> str:
+        """A tool decision in the request's schema: the next call of the cycle, or for
+        LongHorizon `finish` after 6 executor actions / 2 auditor queries, and the submission."""
+        done = {
+            "executor": turns_after(user, "Your actions in this subtask:") >= 6,
+            "auditor": turns_after(user, "Your queries:") >= 2,
+        }
+        if request.purpose == "final_answer":
+            call: dict[str, Any] = SUBMISSION
+        elif done.get(request.role, False):
+            call = {"tool": "finish", "args": {}}
+        else:
+            call = json.loads(self.next_action())
+        answer: dict[str, Any] = {"thought": "next query"}
+        properties = (request.schema or {}).get("properties", {})
+        if "subgoal" in properties:
+            answer["subgoal"] = f"check service group {self.turn // 5 + 1}"
+        if "calls" in properties:
+            answer["calls"] = [call]
+        else:
+            answer["call"] = call
+        return json.dumps(answer)
 
     def next_action(self) -> str:
         action = self.cycle[self.turn % len(self.cycle)]
@@ -239,13 +311,20 @@ class Backbone:
         return ops
 
 
-class TimedModel:
-    """A model that adds the time spent in its calls to `seconds`."""
+def turns_after(context: str, marker: str) -> int:
+    """How many turns a role context shows after `marker` (its own actions this round)."""
+    if marker not in context:
+        return 0
+    return context.rsplit(marker, 1)[-1].count("[step ")
 
-    def __init__(self, inner: ScriptedModel) -> None:
+
+class TimedModel:
+    """A model that tells the probe how long its calls take and when a decision starts."""
+
+    def __init__(self, inner: ScriptedModel, probe: Probe) -> None:
         self.inner = inner
-        self.spec = inner.spec
-        self.seconds = 0.0
+        self.spec = BACKBONE
+        self.probe = probe
 
     def complete(
         self,
@@ -258,8 +337,9 @@ class TimedModel:
         purpose: str = "",
     ) -> Completion:
         started = time.perf_counter()
+        model_at_start = self.probe.model_seconds
         try:
-            return self.inner.complete(
+            answer = self.inner.complete(
                 messages,
                 schema=schema,
                 max_tokens=max_tokens,
@@ -268,131 +348,43 @@ class TimedModel:
                 purpose=purpose,
             )
         finally:
-            self.seconds += time.perf_counter() - started
+            self.probe.model_seconds += time.perf_counter() - started
+        if (role, purpose) in DECISIONS:
+            self.probe.decision = (started, model_at_start, answer.usage.prompt_tokens)
+        return answer
 
 
 # -- one method over the replay ---------------------------------------------------------------------
 
 
-@dataclass
-class Series:
-    """Per decision (index = actions taken before it): prompt tokens and build seconds."""
-
-    tokens: dict[int, int] = field(default_factory=dict)
-    seconds: dict[int, float] = field(default_factory=dict)
-
-
-def tools_block(tools: Sequence[dict[str, Any]] | None) -> str:
-    lines = [f"- {t.get('name')}: {t.get('description', '')}" for t in tools or []]
-    return "Tools (answer with one tool call):\n" + "\n".join(lines)
-
-
-def policy_tokens(goal: str, first: str, context: str, observation: Observation) -> int:
-    user = (
-        f"Goal: {goal}\n\nStep 0:\n{first}\n\n{context}\n\n"
-        f"Current observation:\n{observation.text}\n\n{tools_block(observation.tools)}"
-    )
-    return count_tokens(POLICY_SYSTEM) + count_tokens(user)
-
-
-def run_react(method: str, recording: Recording, steps: int) -> Series:
-    """raw, acon, pace or hiagent: context, decision, action, record the turn."""
-    settings = baseline_settings("rca-nezha")
-    backbone = Backbone([a for a, _ in recording.turns])
-    model = TimedModel(ScriptedModel(backbone))
-    caller = ModelCaller(model)
-    env = ReplayEnv(recording, steps)
-    observation = env.reset()
-    goal, first = env.goal, observation.text
-    acon = AconMemory(goal, settings.acon, caller)
-    pace = PaceMemory(goal, settings.pace, caller, make_scorer("tfidf", caller), step_budget=steps)
-    hiagent = SubgoalMemory(goal, settings.hiagent, caller)
-    history: list[Turn] = []
-    series = Series()
-    for t in range(steps):
-        model.seconds = 0.0
-        started = time.perf_counter()
-        if method == "raw":
-            context = "History:\n" + render_turns(history)
-        elif method == "acon":
-            context = acon.context(t).render()
-        elif method == "pace":
-            context = pace.context(t).render()
-        else:
-            if t % 5 == 0:
-                hiagent.set_subgoal(f"check service group {t // 5 + 1}", t)
-            context = hiagent.context().render()
-        tokens = policy_tokens(goal, first, context, observation)
-        series.seconds[t] = time.perf_counter() - started - model.seconds
-        series.tokens[t] = tokens
-        action = backbone.next_action()
-        observation = env.step(action)
-        turn = Turn(t + 1, action, observation.text)
-        history.append(turn)
-        acon.add(turn)
-        pace.add(turn)
-        hiagent.add(turn)
-    return series
-
-
-def turns_after(context: str, marker: str) -> int:
-    """How many turns a role context shows after `marker` (its own actions this round)."""
-    return context.rsplit(marker, 1)[-1].count("[step ")
-
-
-def run_long_horizon(recording: Recording, steps: int) -> Series:
-    """Six executor actions and two audit queries per round; the harness work between two
-    decisions (manager, report and audit prompts) is that decision's build time."""
-    backbone = Backbone([a for a, _ in recording.turns])
-    model = TimedModel(ScriptedModel(backbone))
-    env = ReplayEnv(recording, steps)
-    series = Series()
-    mark = time.perf_counter()
-
-    def decide(request: DecisionRequest) -> str | None:
-        nonlocal mark
-        series.tokens[request.step] = policy_tokens(
-            env.goal, recording.first.text, request.context, request.observation
-        )
-        series.seconds[request.step] = time.perf_counter() - mark - model.seconds - env.seconds
-        if request.role == "manager":
-            answer = json.dumps(
-                {"tool": "submit_root_cause", "args": {"root_cause_entity": "frontend"}}
-            )
-        elif request.role == "executor":
-            done = turns_after(request.context, "Your actions in this subtask:")
-            answer = FINISH if done >= 6 else backbone.next_action()
-        else:
-            done = turns_after(request.context, "Your queries:")
-            answer = FINISH if done >= 2 else backbone.next_action()
-        model.seconds = env.seconds = 0.0
-        mark = time.perf_counter()
-        return answer
-
-    settings = baseline_settings("rca-nezha").long_horizon
-    LongHorizonHarness(settings, ModelCaller(model), decide, family="rca").run(env)
-    return series
-
-
-def run_pos(recording: Recording, steps: int) -> Series:
-    backbone = Backbone([a for a, _ in recording.turns])
-    ledger = TokenLedger()
-    env = ReplayEnv(recording, steps)
-    PosAgent(RoleModels.single(ScriptedModel(backbone)), PosConfig(), ledger=ledger).run(env)
-    by_step = ledger.by_step()
-    series = Series()
-    for step, roles in by_step.items():
-        if "policy" in roles:
-            series.tokens[step] = int(roles["policy"]["prompt_tokens"])
-    return series
-
-
 def run(method: str, recording: Recording, steps: int) -> Series:
-    if method == "lh":
-        return run_long_horizon(recording, steps)
-    if method == "pos":
-        return run_pos(recording, steps)
-    return run_react(method, recording, steps)
+    """One episode of `method` (as `pos run` builds it) over the replay."""
+    probe = Probe()
+    model = TimedModel(ScriptedModel(Backbone([a for a, _ in recording.turns])), probe)
+    env = ReplayEnv(recording, steps, probe)
+    budget = load_suite("rca-nezha").generation_tokens or 4096
+    ledger = TokenLedger()
+    if method == "raw":
+        limits = role_limits("policy", model=model.spec, generation_tokens=budget)
+        RawAgent(model, ledger=ledger, limits=limits).run(env)
+    elif method == "pos":
+        PosAgent(RoleModels.single(model), PosConfig(), ledger=ledger).run(env)
+    else:
+        agent_name = AGENT_OF.get(method, method)
+        options = load_suite("rca-nezha").methods[agent_name].baseline_options()
+        settings = resolve_settings(env.name, agent_name, options, generation_tokens=budget)
+        agent, _ = build_baseline(
+            agent_name,
+            model,
+            settings,
+            limits=role_limits("policy", model=model.spec, generation_tokens=budget),
+            ledger=ledger,
+            trace=None,
+            on_step=None,
+            temperature=0.0,
+        )
+        agent.run(env)
+    return probe.series
 
 
 # -- report -----------------------------------------------------------------------------------------
@@ -438,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
     for step in checkpoints:
         row = [cell(at(results[m], step)[0], str) for m in methods]
         print(f"{step:>6} " + " ".join(f"{c:>8}" for c in row))
-    timed = [m for m in methods if m != "pos"]
+    timed = methods
     print("\nContext building per step, ms (model calls excluded)")
     print(f"{'step':>6} " + " ".join(f"{m:>8}" for m in timed))
     for step in checkpoints:

@@ -56,8 +56,9 @@ class ModelCaller:
     """Calls the backbone for one method's internal work and keeps every call in `calls`.
 
     Failures never raise, except that an unreachable backbone (transport, timeout) raises
-    InfrastructureError after the call is recorded: the case is then retried, not scored, as
-    when the policy's model is down. Every call runs at `temperature` (0, as in the paper).
+    InfrastructureError and a broken set-up (kind "config") its ModelFailure, after the call is
+    recorded: the case is then not scored, as when the policy's model fails so. Every call runs
+    at `temperature` (0, as in the paper).
     """
 
     def __init__(self, model: Model, *, temperature: float = 0.0) -> None:
@@ -107,6 +108,10 @@ class ModelCaller:
             self.record(role, purpose, failure)
             if failure.kind in UNAVAILABLE:
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
+            if failure.kind == "config":
+                # A rejected key, an unknown model, a prompt the model cannot take: as for the
+                # policy (RoleCaller), the case ends unscored instead of measuring a broken set-up.
+                raise
             return None
         self.record(role, purpose, answer)
         return answer

@@ -162,6 +162,18 @@ def _vectors_of(response: Any, batch: list[str], spec: str) -> tuple[list[list[f
     return vectors, int(tokens)
 
 
+def check_embed_spec(spec: str) -> str:
+    """The spec, stripped, when it has one of the accepted forms; ValueError says which they
+    are (the key and the endpoint are checked when a PACE case starts)."""
+    text = spec.strip()
+    if text in ("", LEXICAL_SPEC):
+        return LEXICAL_SPEC
+    provider, _, model = text.partition(":")
+    if provider not in ("openai", "dashscope") or not model.strip():
+        raise ValueError(f"unknown embedding spec {spec!r}; use {EMBED_SPEC_FORMS}")
+    return text
+
+
 def load_embedder(spec: str, options: ModelOptions | None = None) -> Embedder:
     """The embeddings endpoint an `openai:` or `dashscope:` spec names; raises
     ModelFailure(kind="config") with what to do when it cannot be set up."""

@@ -2,14 +2,19 @@
 
 Paper values are marked as such (paper Table 7 and Appendix D.2-D.3, or the upstream code the
 paper ran). Where the paper does not report a value, the comment says so and why this one was
-chosen; these stay fixed across backbones, as the paper fixes them per benchmark. Suites may
-override any of them (phase 2: suite YAML). Nothing here is sized for the embedded 135M model.
+chosen; these stay fixed across backbones, as the paper fixes them per benchmark. A suite sets
+any of them by name under `methods: {acon: {...}, pace: ..., hiagent: ..., lh_harness: ...}`
+(`with_options` checks names and values), and the built-in suites state the unreported ones.
+Nothing here is sized for the embedded 135M model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 Family = Literal[
     "alfworld", "scienceworld", "textworld-express", "clindiag", "rca", "loca", "other"
@@ -105,16 +110,33 @@ class AconSettings:
             raise ValueError("keep_last_turns must be >= 0")
 
 
+# ACON's threshold and summary cap per benchmark. The paper fixes both per benchmark but does
+# not report them; upstream ACON uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. A
+# threshold only means something if compression happens within the benchmark's step budget:
+# - RCA, ClinDiag, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as
+#   upstream's tool benchmark; cap T/4, so the next compression does not fire right after one.
+# - ALFWorld: a turn is about 20 tokens (measured: 19.5 median on alfworld-mini, 4 chars a
+#   token), so 2048 would never fire in its 50 steps and ACON would be the raw trajectory; 512
+#   first fires after about 25 steps, then every dozen or so. Cap T/2: the summary must keep
+#   every object's location and the inventory, about 150 tokens on an ALFWorld room.
+# - ScienceWorld and TextWorldExpress (room descriptions of a few hundred tokens, 100 steps):
+#   2048, upstream's QA value; cap T/4.
+ACON_LIMITS: dict[Family, tuple[int, int]] = {
+    "alfworld": (512, 256),
+    "scienceworld": (2048, 512),
+    "textworld-express": (2048, 512),
+    "clindiag": (4096, 1024),
+    "rca": (4096, 1024),
+    "loca": (4096, 1024),
+    "other": (2048, 512),
+}
+
+
 def acon_settings(family: Family) -> AconSettings:
-    # The paper fixes T and the summary cap per benchmark but does not report them. Upstream
-    # uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. Tool benchmarks (RCA, ClinDiag,
-    # LOCA) get 4096; text games, whose observations are a few lines, get 2048 so compression
-    # happens within their 50-100 step budgets. The cap is T/4: a summary must stay well under
-    # T, or the next compression would fire right after this one.
-    threshold = 4096 if family in TOOL_FAMILIES else 2048
+    threshold, cap = ACON_LIMITS[family]
     return AconSettings(
         threshold_tokens=threshold,
-        summary_tokens=threshold // 4,
+        summary_tokens=cap,
         keep_categories=KEEP_CATEGORIES[family],
     )
 
@@ -235,3 +257,46 @@ def baseline_settings(env_name: str) -> BaselineSettings:
         acon=acon_settings(family),
         long_horizon=long_horizon_settings(family),
     )
+
+
+# Where each method's parameters live in `BaselineSettings`, and their type, by method name.
+SETTINGS_FIELD: dict[str, tuple[str, type[Any]]] = {
+    "acon": ("acon", AconSettings),
+    "pace": ("pace", PaceSettings),
+    "hiagent": ("hiagent", HiAgentSettings),
+    "lh_harness": ("long_horizon", LongHorizonSettings),
+}
+
+
+def option_names(method: str) -> tuple[str, ...]:
+    """The parameters a suite may set for `method` (none for methods that are not baselines)."""
+    if method not in SETTINGS_FIELD:
+        return ()
+    return tuple(f.name for f in fields(SETTINGS_FIELD[method][1]))
+
+
+def with_options(
+    settings: BaselineSettings, method: str, options: Mapping[str, Any]
+) -> BaselineSettings:
+    """`settings` with some of `method`'s parameters replaced (from a suite's `methods:`);
+    ValueError says which name or value is wrong and what is allowed."""
+    if not options:
+        return settings
+    if method not in SETTINGS_FIELD:
+        raise ValueError(f"{method} has no baseline parameters; got {', '.join(sorted(options))}")
+    attr, _ = SETTINGS_FIELD[method]
+    current = getattr(settings, attr)
+    known = [f.name for f in fields(current)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown {method} parameter(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    try:
+        updated = TypeAdapter(type(current)).validate_python({**asdict(current), **options})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or method}: {e['msg']}" for e in exc.errors()
+        )
+        raise ValueError(f"{method} parameters: {problems}") from None
+    return replace(settings, **{attr: updated})

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pos_agent.bench.report.stats import PATTERNS, ReportData
-from pos_agent.bench.report.tables import context_text
+from pos_agent.bench.report.stats import PATTERNS, Rate, ReportData
+from pos_agent.bench.report.tables import context_text, pos_vs_baseline_table
 
 
 def write_plots(data: ReportData, out_dir: Path) -> list[Path]:
@@ -143,9 +143,31 @@ def _plot_context(figure: Any, data: ReportData, colours: dict[str, str]) -> boo
     return True
 
 
+def _plot_pos_vs_baseline(figure: Any, data: ReportData, colours: dict[str, str]) -> bool:
+    """Figure 1 (left): per benchmark and backbone, PoS beside the strongest baseline."""
+    table = pos_vs_baseline_table(data)
+    if table is None:
+        return False
+    axes = figure.add_subplot()
+    groups = [f"{row[0]}\n{row[1]}" for row in table.rows]
+    for offset, rate_at, name_at, colour in ((-0.2, 3, 2, "#d62728"), (0.2, 5, 4, "#7f7f7f")):
+        rates = [row[rate_at] for row in table.rows]
+        heights = [100 * (r.value or 0.0) if isinstance(r, Rate) else 0.0 for r in rates]
+        xs = [i + offset for i in range(len(groups))]
+        bars = axes.bar(xs, heights, 0.4, color=colour)
+        labels = [f"{row[name_at]}\n{h:.0f}%" for row, h in zip(table.rows, heights, strict=True)]
+        axes.bar_label(bars, labels=labels, fontsize=7, padding=2)
+    axes.set_xticks(range(len(groups)), groups, fontsize=8)
+    axes.set_ylim(0, 120)
+    axes.set_ylabel("success rate (%)")
+    axes.set_title("PoS against the strongest baseline (Figure 1, left)")
+    return True
+
+
 Draw = Callable[[Any, ReportData, dict[str, str]], bool]
 FIGURES: list[tuple[str, Draw]] = [
     ("success", _plot_success),
+    ("pos_vs_baseline", _plot_pos_vs_baseline),
     ("tokens", _plot_tokens),
     ("trapping", _plot_trapping),
     ("context_length", _plot_context),

@@ -40,8 +40,10 @@ def render_table(table: Table) -> str:
         for i in range(len(table.columns))
     ]
     lines.append("| " + " | ".join(aligns) + " |")
-    for row in table.rows:
-        lines.append("| " + " | ".join(_md(format_cell(c)) for c in row) + " |")
+    for r, row in enumerate(table.rows):
+        cells = [_md(format_cell(c)) for c in row]
+        cells = [f"**{t}**" if (r, c) in table.bold else t for c, t in enumerate(cells)]
+        lines.append("| " + " | ".join(cells) + " |")
     if table.note:
         lines += ["", f"_{table.note}_"]
     return "\n".join(lines)

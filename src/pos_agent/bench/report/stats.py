@@ -20,14 +20,41 @@ from typing import Any
 from pos_agent.bench.report.load import MissingCase
 from pos_agent.trace import CaseResult, is_scored
 
-METHOD_ORDER = ("pos", "no_consistency", "no_trapping", "generic_recovery", "raw", "expert")
-ROLE_ORDER = ("policy", "belief", "sentinel")
+# The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations.
+METHOD_ORDER = (
+    "raw",
+    "acon",
+    "pace",
+    "hiagent",
+    "lh_harness",
+    "pos",
+    "no_consistency",
+    "no_trapping",
+    "generic_recovery",
+    "expert",
+)
+# The methods PoS is compared with in Figure 1 (left): Raw and the four context baselines.
+BASELINE_AGENTS = ("raw", "acon", "pace", "hiagent", "lh_harness")
+# PoS's roles, then the baselines' internal roles (Table 2 splits every method's cost by role).
+ROLE_ORDER = (
+    "policy",
+    "belief",
+    "sentinel",
+    "compressor",
+    "summarizer",
+    "embedder",
+    "manager",
+    "executor",
+    "auditor",
+)
 PATTERNS = ("static", "cycle", "drift", "none")
 DEFAULT_CONTEXT_FIELD = "context_length"
 # These methods never run the health check, so their trapped-step count is zero by construction,
 # not a measurement; the trapping table says "n/a" for them instead of a misleading 0%. Results
 # that record `extra["health_checked"]` say so themselves; this list covers older ones.
-TRAPPING_UNMEASURED = frozenset({"no_trapping", "raw", "expert"})
+TRAPPING_UNMEASURED = frozenset(
+    {"no_trapping", "raw", "acon", "pace", "hiagent", "lh_harness", "expert"}
+)
 
 ContextValue = float | str
 
@@ -116,6 +143,7 @@ class MethodStats:
 
     label: str
     agent: str
+    model: str = ""  # the backbone (model_label of the cases' models)
     outcomes: Counter[str] = field(default_factory=Counter)  # every case, per status
     success: Rate = field(default_factory=Rate)  # over scored episodes
     steps: Mean = field(default_factory=Mean)
@@ -219,7 +247,7 @@ def aggregate(
     stats: dict[str, MethodStats] = {}
     problems: list[Problem] = []
     for label, case in zip(labels, cases, strict=True):
-        method = stats.setdefault(label, MethodStats(label, case.agent))
+        method = stats.setdefault(label, MethodStats(label, case.agent, model_label(case.models)))
         method.add(case, context_field)
         if not is_scored(case.status):
             problems.append(

@@ -1,7 +1,9 @@
 """The report's tables in the paper's shapes, built from `ReportData` (pure).
 
 Each table is one function from the data to a `Table` (or None when it has nothing to show);
-`TABLES` lists them in reading order. Adding a table is one function and one entry.
+`TABLES` lists them in reading order. Adding a table is one function and one entry. As in the
+paper, Tables 1, 2 and 9 mark the best value of each benchmark (highest success) or role column
+(fewest tokens) in bold, when at least two methods have one.
 """
 
 from __future__ import annotations
@@ -9,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pos_agent.bench.report.stats import PATTERNS, ContextValue, Rate, ReportData
+from pos_agent.bench.report.stats import (
+    BASELINE_AGENTS,
+    PATTERNS,
+    ContextValue,
+    MethodStats,
+    Rate,
+    ReportData,
+)
 from pos_agent.trace import STATUSES, is_scored
 
 Cell = str | int | float | Rate | None
@@ -26,6 +35,41 @@ class Table:
     columns: list[str]
     rows: list[list[Cell]]
     note: str = ""
+    bold: frozenset[tuple[int, int]] = frozenset()
+    """(row, column) of the cells shown in bold: the best value, as the paper marks it."""
+
+
+def _value(cell: Cell) -> float | None:
+    if isinstance(cell, Rate):
+        return cell.value
+    if isinstance(cell, int | float) and not isinstance(cell, bool):
+        return float(cell)
+    return None
+
+
+def _best(cells: list[tuple[int, int, Cell]], *, lowest: bool) -> set[tuple[int, int]]:
+    """The cells holding the best value among `cells` (ties all), if two or more have one."""
+    valued = [(r, c, v) for r, c, cell in cells if (v := _value(cell)) is not None]
+    if len(valued) < 2:
+        return set()
+    target = min(v for _, _, v in valued) if lowest else max(v for _, _, v in valued)
+    return {(r, c) for r, c, v in valued if v == target}
+
+
+def best_per_row(rows: list[list[Cell]], first: int) -> frozenset[tuple[int, int]]:
+    """The highest value of each row, over columns `first` onwards (a benchmark's methods)."""
+    out: set[tuple[int, int]] = set()
+    for r, row in enumerate(rows):
+        out |= _best([(r, c, row[c]) for c in range(first, len(row))], lowest=False)
+    return frozenset(out)
+
+
+def lowest_per_column(rows: list[list[Cell]], columns: range) -> frozenset[tuple[int, int]]:
+    """The lowest value of each column (tokens: the cheapest method)."""
+    out: set[tuple[int, int]] = set()
+    for c in columns:
+        out |= _best([(r, c, row[c]) for r, row in enumerate(rows)], lowest=True)
+    return frozenset(out)
 
 
 def outcomes_table(data: ReportData) -> Table:
@@ -66,8 +110,43 @@ def success_table(data: ReportData) -> Table:
         "Table 1: success rate per benchmark",
         ["benchmark", *data.methods],
         rows,
-        "Cells: success rate (successes/scored episodes).",
+        "Cells: success rate (successes/scored episodes); the best per benchmark in bold.",
+        best_per_row(rows, 1),
     )
+
+
+def pos_vs_baseline_table(data: ReportData) -> Table | None:
+    """Figure 1 (left): per benchmark and backbone, PoS against the strongest baseline."""
+    rows: list[list[Cell]] = []
+    for env in data.envs:
+        for pos in (s for s in data.stats.values() if s.agent == "pos" and s.env_rate(env).n):
+            baselines = [
+                s
+                for s in data.stats.values()
+                if s.agent in BASELINE_AGENTS and s.model == pos.model and s.env_rate(env).n
+            ]
+            if not baselines:
+                continue
+            best = max(baselines, key=lambda s: _strength(s, env))
+            ours, theirs = pos.env_rate(env), best.env_rate(env)
+            gap = 100 * ((ours.value or 0.0) - (theirs.value or 0.0))
+            rows.append([env, pos.model, pos.label, ours, best.label, theirs, round(gap, 1)])
+    if not rows:
+        return None
+    return Table(
+        "pos_vs_baseline",
+        "Figure 1 (left): PoS against the strongest baseline, per benchmark and backbone",
+        ["benchmark", "backbone", "pos", "pos rate", "strongest baseline", "its rate", "gap"],
+        rows,
+        "Strongest baseline: the highest success rate among raw, acon, pace, hiagent and "
+        "lh_harness on that benchmark with the same backbone (ties: the first in the paper's "
+        "order). Gap in percentage points.",
+    )
+
+
+def _strength(stats: MethodStats, env: str) -> tuple[float, int]:
+    """Success rate first; among equals, the earlier method in the paper's order."""
+    return (stats.env_rate(env).value or 0.0, -BASELINE_AGENTS.index(stats.agent))
 
 
 def category_table(data: ReportData) -> Table | None:
@@ -87,6 +166,8 @@ def category_table(data: ReportData) -> Table | None:
         "Table 9: success rate per task category",
         ["benchmark", "category", *data.methods],
         rows,
+        "The best per category in bold.",
+        best_per_row(rows, 2),
     )
 
 
@@ -111,7 +192,9 @@ def tokens_table(data: ReportData) -> Table:
         "Table 2: tokens per role per episode (mean)",
         columns,
         rows,
-        "Mean prompt and completion tokens per scored episode; '-' where the method has no such role.",
+        "Mean prompt and completion tokens per scored episode; '-' where the method has no such "
+        "role; the fewest per column in bold.",
+        lowest_per_column(rows, range(2, len(columns))),
     )
 
 
@@ -219,6 +302,7 @@ def context_text(value: ContextValue) -> str:
 TABLES: list[Callable[[ReportData], Table | None]] = [
     outcomes_table,
     success_table,
+    pos_vs_baseline_table,
     category_table,
     tokens_table,
     trapping_table,

@@ -20,6 +20,7 @@ from pos_agent.agents.context.longhorizon.rounds import (
     LongHorizonHarness,
     LongHorizonOutcome,
     Round,
+    RoundObserver,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "LongHorizonOutcome",
     "ManagerPlan",
     "Round",
+    "RoundObserver",
     "auditor_view",
     "executor_view",
     "final_view",

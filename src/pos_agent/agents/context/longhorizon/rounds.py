@@ -77,6 +77,22 @@ class Decide(Protocol):
 ActionObserver = Callable[[str, Turn, Observation], None]
 
 
+class RoundObserver(Protocol):
+    """What a harness wants to know as the rounds go (to trace them while they happen)."""
+
+    def started(self, observation: Observation) -> None:
+        """The environment was reset."""
+        ...
+
+    def planned(self, round_: Round, actions: int) -> None:
+        """The manager answered for `round_` (`actions`: environment actions taken so far)."""
+        ...
+
+    def audited(self, round_: Round, actions: int) -> None:
+        """The auditor's report for `round_` is in."""
+        ...
+
+
 @dataclass
 class Round:
     """One management round, for the trace and the result."""
@@ -123,12 +139,14 @@ class LongHorizonHarness:
         *,
         family: Family,
         on_action: ActionObserver | None = None,
+        observer: RoundObserver | None = None,
     ) -> None:
         self.settings = settings
         self.caller = caller
         self.decide = decide
         self.family = family
         self.on_action = on_action
+        self.observer = observer
 
     def run(self, env: Environment) -> LongHorizonOutcome:
         return _Episode(self, env).run()
@@ -146,6 +164,9 @@ class _Episode:
         self.contract = ""
         self.feedback: list[str] = []
         self.observation = env.reset()
+        self.observer = harness.observer
+        if self.observer is not None:
+            self.observer.started(self.observation)
         self.task = prompts.task_block(env.goal, self.observation.text)
         # One action stays in reserve for the final submission, where there is one.
         self.reserve = 1 if terminal_tools(self.observation) else 0
@@ -168,6 +189,8 @@ class _Episode:
                 return "budget", False
             round_ = self.manage(number)
             self.rounds.append(round_)
+            if self.observer is not None:
+                self.observer.planned(round_, self.actions)
             if round_.route == "done" and not round_.refused_done:
                 return "done", True
             if round_.route == "blocked":
@@ -176,6 +199,8 @@ class _Episode:
                 self.execute(round_)
                 if not self.observation.done:
                     self.audit(round_)
+                    if self.observer is not None:
+                        self.observer.audited(round_, self.actions)
         return ("env_done" if self.observation.done else "round_cap"), False
 
     def actions_left(self) -> int:

@@ -1,0 +1,86 @@
+"""The paper's four context-management baselines as agents the harness can run.
+
+    acon        ACON: cumulative history compression (ReAct harness)
+    pace        PACE: per-step granularity by relevance, glimpse(i) (ReAct harness)
+    hiagent     HiAgent: subgoal-folded working memory, retrieve(i) (ReAct harness)
+    lh_harness  LongHorizon-Harness: Manager / Executor / Auditor rounds
+
+Every call of a baseline uses the evaluated backbone at temperature 0 (paper App. D.1); the
+policy-like decisions get the policy's budget and schema bounds, the methods' own calls their
+parameters (`agents/context/settings.py`, overridden per suite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Any
+
+from pos_agent.agents.base import Agent, StepCallback
+from pos_agent.agents.context.embeddings import LEXICAL_SPEC
+from pos_agent.agents.context.settings import BaselineSettings, baseline_settings, with_options
+from pos_agent.agents.context_agent import REACT_METHODS, ContextAgent
+from pos_agent.agents.long_horizon import LongHorizonAgent
+from pos_agent.agents.settings import RoleLimits
+from pos_agent.llm import Model, ModelOptions, TokenLedger
+from pos_agent.trace import TraceWriter
+
+BASELINES: tuple[str, ...] = (*REACT_METHODS, "lh_harness")
+
+
+def resolve_settings(
+    env_name: str, method: str, options: Mapping[str, Any], *, generation_tokens: int
+) -> BaselineSettings:
+    """The benchmark's defaults with the suite's parameters for `method` applied. The
+    LongHorizon roles write with the case's generation budget unless the suite fixes theirs."""
+    settings = baseline_settings(env_name)
+    budget = {"generation_tokens": generation_tokens, "repair_tokens": generation_tokens}
+    settings = replace(settings, long_horizon=replace(settings.long_horizon, **budget))
+    return with_options(settings, method, options)
+
+
+def build_baseline(
+    method: str,
+    model: Model,
+    settings: BaselineSettings,
+    *,
+    limits: RoleLimits,
+    ledger: TokenLedger,
+    trace: TraceWriter | None,
+    on_step: StepCallback | None,
+    temperature: float,
+    embed_model: str = LEXICAL_SPEC,
+    embed_options: ModelOptions | None = None,
+) -> tuple[Agent, dict[str, Any]]:
+    """The agent for `method` and the settings it runs with (for the trace and the result)."""
+    recorded: dict[str, Any] = {"policy": asdict(limits)}
+    if method == "lh_harness":
+        recorded["baseline"] = asdict(settings.long_horizon)
+        agent: Agent = LongHorizonAgent(
+            model,
+            settings.long_horizon,
+            ledger=ledger,
+            trace=trace,
+            on_step=on_step,
+            limits=limits,
+            temperature=temperature,
+        )
+        return agent, recorded
+    if method not in REACT_METHODS:
+        raise ValueError(f"unknown baseline {method!r}; use {', '.join(BASELINES)}")
+    recorded["baseline"] = asdict(getattr(settings, method))
+    if method == "pace":
+        recorded["embed_model"] = embed_model
+    agent = ContextAgent(
+        method,
+        model,
+        settings,
+        ledger=ledger,
+        trace=trace,
+        on_step=on_step,
+        limits=limits,
+        temperature=temperature,
+        embed_model=embed_model,
+        embed_options=embed_options,
+    )
+    return agent, recorded

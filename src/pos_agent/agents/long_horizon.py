@@ -1,0 +1,247 @@
+"""LongHorizon-Harness in the shared harness: its own Manager -> Executor -> Auditor rounds
+(`agents/context/longhorizon`, paper App. D.3) over the same environment, tools, budget and
+termination as every other method.
+
+The rounds decide; this agent supplies what they call and records what they do:
+- `decide`: one executor action, auditor query or final answer by the backbone, through the
+  same role caller, schemas and action validation as the ReAct methods (an inadmissible answer
+  is repaired to the nearest action of the role's view; no usable answer ends the role's turn,
+  which is how the rounds treat `finish`), accounted under the role that made it;
+- the trace: every environment action and observation, each round's plan (`round_plan`: task
+  state, contract, route, subtask) and verdict (`round_audit`), and the manager's, report and
+  audit calls under the ledger roles `manager`, `executor` and `auditor`;
+- the result: environment actions (auditor queries included) next to internal calls, rounds,
+  how they ended and what was submitted.
+"""
+
+from __future__ import annotations
+
+from pos_agent.agents import prompts
+from pos_agent.agents.base import (
+    Episode,
+    RoleCaller,
+    StepCallback,
+    StepInfo,
+    finish,
+    observation_event,
+    validate_action,
+)
+from pos_agent.agents.context.accounting import InternalCalls
+from pos_agent.agents.context.calls import ModelCaller
+from pos_agent.agents.context.longhorizon import (
+    DecisionRequest,
+    LongHorizonHarness,
+    LongHorizonOutcome,
+    Round,
+)
+from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
+from pos_agent.agents.context.turns import Turn
+from pos_agent.agents.schemas import action_text, decision_schema
+from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
+from pos_agent.envs import Environment, Observation
+from pos_agent.events import ActionEvent, DegradedEvent, RoundAuditEvent, RoundPlanEvent
+from pos_agent.llm import Model, TokenLedger
+from pos_agent.trace import TraceWriter
+
+
+class LongHorizonAgent:
+    """Manager / Executor / Auditor rounds with the backbone in every role."""
+
+    name = "lh_harness"
+
+    def __init__(
+        self,
+        model: Model,
+        settings: LongHorizonSettings,
+        *,
+        ledger: TokenLedger | None = None,
+        trace: TraceWriter | None = None,
+        on_step: StepCallback | None = None,
+        limits: RoleLimits | None = None,
+        temperature: float = 0.0,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.ledger = ledger or TokenLedger()
+        self.call = RoleCaller(self.ledger, trace)
+        self.on_step = on_step
+        self.limits = limits
+        self.temperature = temperature
+
+    def run(self, env: Environment) -> Episode:
+        run = _Run(self, env)
+        return run.play()
+
+
+class _Run:
+    """One episode: the harness's callbacks and what they record."""
+
+    def __init__(self, agent: LongHorizonAgent, env: Environment) -> None:
+        self.agent = agent
+        self.env = env
+        self.call = agent.call
+        self.limits = agent.limits or role_limits(
+            "policy",
+            model=agent.model.spec,
+            generation_tokens=paper_generation_tokens(env.kind, env.name),
+        )
+        self.caller = ModelCaller(agent.model, temperature=agent.temperature)
+        self.internal = InternalCalls(self.caller, self.call)
+        self.episode = Episode()
+        self.observation: Observation | None = None
+        self.degraded: set[int] = set()
+        self.thought = ""
+
+    def play(self) -> Episode:
+        harness = LongHorizonHarness(
+            self.agent.settings,
+            self.caller,
+            self.decide,
+            family=benchmark_family(self.env.name),
+            on_action=self.acted,
+            observer=self,
+        )
+        outcome: LongHorizonOutcome | None = None
+        try:
+            outcome = harness.run(self.env)
+        finally:
+            self.internal.settle(self.episode.steps)
+            if self.observation is not None:
+                finish(self.episode, self.observation)
+            self.episode.degraded_steps = len(self.degraded)
+            self.episode.extra.update(self.record(outcome))
+        return self.episode
+
+    def record(self, outcome: LongHorizonOutcome | None) -> dict[str, object]:
+        out: dict[str, object] = {
+            "environment_actions": self.episode.steps,
+            "internal_calls": dict(self.internal.by_role),
+        }
+        if outcome is not None:
+            out["context"] = {
+                "method": self.agent.name,
+                "rounds": len(outcome.rounds),
+                "auditor_queries": outcome.auditor_queries,
+                "ended_by": outcome.ended_by,
+                "accepted_done": outcome.accepted_done,
+                "refused_done": sum(r.refused_done for r in outcome.rounds),
+                "header_repairs": sum(r.repaired for r in outcome.rounds),
+                "final_action": outcome.final_action,
+            }
+        return out
+
+    # -- the rounds' callbacks ------------------------------------------------------------------
+
+    def started(self, observation: Observation) -> None:
+        self.observation = observation
+        self.call.emit(observation_event(0, observation))
+
+    def planned(self, round_: Round, actions: int) -> None:
+        if self.internal.settle(actions):
+            self.degraded.add(actions)
+        plan = round_.plan
+        self.call.emit(
+            RoundPlanEvent(
+                step=actions,
+                round=round_.number,
+                route=round_.route,
+                state=plan.state if plan else "",
+                contract=plan.contract if plan else "",
+                subtask=plan.subtask if plan else "",
+                criteria=plan.criteria if plan else "",
+                boundaries=plan.boundaries if plan else "",
+                related=list(plan.related) if plan else [],
+                refused_done=round_.refused_done,
+                feedback=round_.feedback,
+                actions_left=max(self.env.max_steps - actions, 0),
+            )
+        )
+
+    def audited(self, round_: Round, actions: int) -> None:
+        if self.internal.settle(actions):
+            self.degraded.add(actions)
+        audit = round_.audit
+        if audit is None:
+            return
+        self.call.emit(
+            RoundAuditEvent(
+                step=actions,
+                round=round_.number,
+                status=audit.status,
+                integrity=audit.integrity,
+                contract_audit=audit.contract,
+                header_valid=audit.header_valid,
+                repaired=round_.repaired,
+                downgraded=audit.downgraded,
+                blocking=list(audit.blocking),
+                executor_actions=len(round_.executor_turns),
+                auditor_queries=len(round_.auditor_turns),
+                executor_report=round_.executor_report or "",
+                report=audit.text,
+            )
+        )
+
+    def decide(self, request: DecisionRequest) -> str | None:
+        """One action of a role's view, or None (the role's turn ends)."""
+        if self.internal.settle(request.step):
+            self.degraded.add(request.step)
+        view = request.observation
+        schema = decision_schema(
+            view.admissible_actions, view.tools, self.limits.bounds, max_calls=view.max_calls
+        )
+        messages = prompts.long_horizon_decision(
+            request.context,
+            view.admissible_actions,
+            view.tools,
+            max_calls=view.max_calls,
+            # The auditor's and the final answer's contexts already hold what they may use.
+            observation=view.text if request.role == "executor" else None,
+            finish_hint=request.purpose != "final_answer",
+        )
+        answer = self.call(
+            request.role,
+            self.agent.model,
+            messages,
+            schema,
+            step=request.step,
+            max_tokens=self.limits.max_tokens,
+            temperature=self.agent.temperature,
+            purpose=request.purpose,
+        )
+        action, repair = validate_action(action_text(answer), view.admissible_actions)
+        if action is None:
+            self.degraded.add(request.step)
+            self.call.emit(
+                DegradedEvent(
+                    step=request.step,
+                    role=request.role,
+                    reason=f"{repair or 'no answer'}; the {request.role}'s turn ends",
+                )
+            )
+            return None
+        if repair:
+            self.degraded.add(request.step)
+            self.call.emit(
+                DegradedEvent(
+                    step=request.step, role=request.role, repaired_to=action, reason=repair
+                )
+            )
+        self.thought = str(getattr(answer, "thought", ""))
+        return action
+
+    def acted(self, role: str, turn: Turn, observation: Observation) -> None:
+        """An environment action was taken (executor, auditor query, or the final answer)."""
+        self.observation = observation
+        self.episode.steps = turn.step
+        self.call.emit(ActionEvent(step=turn.step - 1, action=turn.action, thought=self.thought))
+        self.call.emit(observation_event(turn.step, observation))
+        if self.agent.on_step is not None:
+            self.agent.on_step(
+                StepInfo(
+                    turn.step,
+                    f"[{role}] {turn.action}",
+                    observation.success,
+                    degraded=turn.step - 1 in self.degraded,
+                    tokens=self.call.tokens(),
+                )
+            )

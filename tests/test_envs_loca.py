@@ -220,7 +220,8 @@ def test_a_scripted_correct_solution_scores_one(runtime: None, tmp_path: Path) -
         names = [t["name"] for t in first.tools or []]
         assert names == sorted(names) and "claim_done_claim_done" in names
         assert all(set(t) == {"name", "description", "parameters"} for t in first.tools or [])
-        assert first.info["context_length"] > 1000 and first.info["length"] == "8k"
+        assert first.info["description_tokens"] > 1000 and first.info["length"] == "8k"
+        assert first.info["context_length"] == 8000
         fallback = env.step(first.fallback_action or "")
         assert not fallback.info["invalid_action"] and "agent_workspace" in fallback.text
         products = _low_stock_products(env)
@@ -274,7 +275,7 @@ def test_every_task_resets_at_8k_with_its_configured_tools(
         names = [t["name"] for t in observation.tools or []]
         for server in case.mcp_servers:
             assert any(n.startswith(f"{server}_") for n in names), (server, names[:5])
-        assert observation.info["context_length"] > 0
+        assert observation.info["description_tokens"] > 0
         assert observation.info["task_category"] == CATEGORIES[task]
 
 
@@ -448,5 +449,6 @@ def test_an_embedded_model_episode_finishes_with_a_result(
     result = run_case(spec, tmp_path / spec.folder, run_name="t")
     assert result.status in ("success", "failure"), result.error
     assert result.steps >= 1 and result.category == "analytics"
-    assert result.extra["length"] == "8k" and result.extra["context_length"] > 0
+    assert result.extra["length"] == "8k" and result.extra["context_length"] == 8000
+    assert result.extra["description_tokens"] > 0
     assert (tmp_path / spec.folder / "env" / "task" / "logs" / "env.log").is_file()

@@ -197,6 +197,30 @@ def test_success_per_benchmark_and_per_category() -> None:
     }, "no categories, no Table 9"
 
 
+def test_loca_adds_overall_and_category_rows_to_table_1_micro_averaged() -> None:
+    cases = [
+        case(env="loca", category="analytics", name="a1"),
+        case(env="loca", category="analytics", name="a2", status="failure"),
+        case(env="loca", category="analytics", name="a3", status="failure"),
+        case(env="loca", category="env-ops", name="e1"),
+        case("raw", env="loca", category="env-ops", name="e1"),
+        case(env="rca", category="latency", name="r1"),
+    ]
+    success = table(build_tables(aggregate(cases)), "success")
+    assert [row[0] for row in success.rows] == [
+        "loca overall",
+        "loca analytics",
+        "loca env-ops",
+        "rca",
+        "all",
+    ], "categories under LOCA only; other benchmarks keep one row"
+    # Micro-averaged: 2 of 4 cases, not the mean of the categories' rates (1/3 and 1/1).
+    assert success.rows[0][1:] == [Rate(1, 1), Rate(2, 4)]
+    assert success.rows[1][1:] == [Rate(0, 0), Rate(1, 3)]
+    assert success.rows[2][1:] == [Rate(1, 1), Rate(1, 1)]
+    assert (0, 1) in success.bold and (0, 2) not in success.bold
+
+
 def test_tokens_are_mean_per_episode_per_role() -> None:
     cases = [
         case(tokens={"policy": (100, 10), "belief": (300, 30), "sentinel": (50, 5)}),

@@ -10,7 +10,8 @@ LOCA's runtime, no network):
   constructor, timed inside the bridge), server start-up and the description measurement;
 - tool call: mean wall time of `--calls` read-only calls through `step()` (JSON round trip to
   the bridge, MCP call, answer);
-- description: cl100k_base tokens of the environment's content (`extra["context_length"]`).
+- description: cl100k_base tokens of the environment's content (`extra["description_tokens"]`;
+  `extra["context_length"]` is the nominal length, Figure 4's x axis).
 
 The last line compares how setup and LOCA's generator grow from the shortest to the longest
 length: setup must grow no faster than the generator it wraps. LOCA's own runner generates

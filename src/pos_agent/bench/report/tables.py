@@ -98,11 +98,29 @@ def outcomes_table(data: ReportData) -> Table:
     )
 
 
+# Benchmarks whose Table 1 columns include their categories (the paper's LOCA-Bench: Overall,
+# then its three categories), each rate micro-averaged over the category's cases.
+CATEGORIES_IN_TABLE_1 = frozenset({"loca"})
+
+
 def success_table(data: ReportData) -> Table:
     envs = data.envs
-    rows: list[list[Cell]] = [
-        [env, *(data.method(m).env_rate(env) for m in data.methods)] for env in envs
-    ]
+    rows: list[list[Cell]] = []
+    for env in envs:
+        categories = [c for e, c in data.categories if e == env and c != "(none)"]
+        split = env in CATEGORIES_IN_TABLE_1 and categories
+        label = f"{env} overall" if split else env
+        rows.append([label, *(data.method(m).env_rate(env) for m in data.methods)])
+        for category in categories if split else []:
+            rows.append(
+                [
+                    f"{env} {category}",
+                    *(
+                        data.method(m).by_category.get((env, category), Rate())
+                        for m in data.methods
+                    ),
+                ]
+            )
     if len(envs) > 1:
         rows.append(["all", *(data.method(m).success for m in data.methods)])
     return Table(
@@ -110,7 +128,8 @@ def success_table(data: ReportData) -> Table:
         "Table 1: success rate per benchmark",
         ["benchmark", *data.methods],
         rows,
-        "Cells: success rate (successes/scored episodes); the best per benchmark in bold.",
+        "Cells: success rate (successes/scored episodes, micro-averaged over cases); the best "
+        "per benchmark in bold. LOCA-Bench adds a row per category, as the paper's columns do.",
         best_per_row(rows, 1),
     )
 

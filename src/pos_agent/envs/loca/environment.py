@@ -164,14 +164,16 @@ class LocaEnvironment(BudgetedEnvironment):
         extra: dict[str, Any] = {
             "loca_task": self.case.task,
             "length": self.case.length,
-            "length_tokens": length_tokens(self.case.length),
+            # Figure 4's x axis: the paper plots success against LOCA's nominal lengths
+            # (8K ... 256K); the measured size of this case's description is below.
+            "context_length": length_tokens(self.case.length),
             "seed": self.case.seed,
             "category": self.category,
             "loca_root": str(self.loca_root),
         }
         if self.setup_info:
-            extra["context_length"] = self.setup_info.get("context_tokens")
-            extra["context_tokenizer"] = self.setup_info.get("tokenizer")
+            extra["description_tokens"] = self.setup_info.get("context_tokens")
+            extra["description_tokenizer"] = self.setup_info.get("tokenizer")
             extra["tool_count"] = len(self.tools)
             extra["setup_timings"] = self.setup_info.get("timings")
         return extra

@@ -54,6 +54,9 @@ def test_the_six_methods_run_side_by_side_and_the_report_shows_them_in_order(
     assert acon.settings["baseline"]["threshold_tokens"] == 20, "the suite's parameter"
     assert hiagent.settings["baseline"]["summary_tokens"] == 40
     assert lh.settings["baseline"]["max_rounds"] == 2
+    # LongHorizon's roles write with the policy's budget: the paper's 512 on ALFWorld here.
+    assert lh.settings["baseline"]["generation_tokens"] == lh.settings["policy"]["max_tokens"]
+    assert lh.settings["baseline"]["generation_tokens"] == 512
     assert pace.settings["embed_model"] == "tfidf" and pace.extra["pace_scorer"] == {"tfidf": 1}
     for result in (acon, pace, hiagent):
         assert result.extra["environment_actions"] == result.steps == 4
@@ -170,3 +173,19 @@ def test_every_baseline_runs_on_the_diagnosis_environments(
     lh = read_result(tmp_path / "lh_harness")
     assert lh is not None and lh.extra["context"]["final_action"] is not None
     assert lh.steps == 1 and set(lh.tokens) == {"manager"}
+
+
+def test_long_horizon_roles_take_the_compact_profiles_policy_budget(tmp_path: Path) -> None:
+    spec = CaseSpec(
+        env="alfworld-mini",
+        task="heat-mug",
+        agent="lh_harness",
+        model="scripted",
+        max_steps=2,
+        profile="compact",
+        method_options={"max_rounds": 1},
+    )
+    result = run_case(spec, tmp_path / spec.folder, run_name="t")
+    assert result.settings["policy"]["profile"] == "compact"
+    assert result.settings["baseline"]["generation_tokens"] == 128, "not the paper's 512"
+    assert result.settings["baseline"]["repair_tokens"] == 128

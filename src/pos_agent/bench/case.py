@@ -494,8 +494,10 @@ def _build_agent(
         )
         return agent, settings
     if spec.agent in BASELINES:
+        # LongHorizon's manager, executor and auditor write with the policy's budget: the
+        # paper's generation length for a real model, the compact profile's for the embedded one.
         baseline = resolve_settings(
-            spec.env, spec.agent, spec.method_options, generation_tokens=generation_tokens
+            spec.env, spec.agent, spec.method_options, generation_tokens=limits.policy.max_tokens
         )
         agent, recorded = build_baseline(
             spec.agent,

@@ -70,6 +70,13 @@ def test_generic_rca_needs_a_data_folder(monkeypatch: pytest.MonkeyPatch) -> Non
         make_env("rca", "nz-tt-010")
 
 
+def test_numeric_options_are_checked_before_any_data_is_read() -> None:
+    with pytest.raises(EnvError, match=r"max_tool_calls must be an integer \(got 'many'\)"):
+        make_env("rca-nezha", "nz-tt-010", max_tool_calls="many")
+    with pytest.raises(EnvError, match="setup_timeout must be a number of seconds"):
+        make_env("loca", "WoocommerceStockAlert-8k", setup_timeout="soon")
+
+
 # -- a scripted SRE on real cases ---------------------------------------------------------------
 
 

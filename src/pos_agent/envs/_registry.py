@@ -232,16 +232,26 @@ def _make_clindiag(
     )
 
 
+def _number_option(
+    options: dict[str, Any], key: str, kind: type[int] | type[float], what: str
+) -> float | None:
+    """`options[key]` as `kind`, None when absent; an `EnvError` naming the option otherwise."""
+    value = options.get(key)
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError) as exc:
+        raise EnvError(f"{key} must be {what} (got {value!r}).") from exc
+
+
 def _make_rca(
     name: str, task: str, split: str | None, max_steps: int | None, options: dict[str, Any]
 ) -> Environment:
     from pos_agent.envs.rca import RcaEnvironment
 
-    calls = options.get("max_tool_calls")
-    try:
-        max_tool_calls = int(calls) if calls is not None else None
-    except (TypeError, ValueError) as exc:
-        raise EnvError(f"max_tool_calls must be an integer (got {calls!r}).") from exc
+    calls = _number_option(options, "max_tool_calls", int, "an integer")
+    max_tool_calls = int(calls) if calls is not None else None
     return RcaEnvironment(
         task,
         env_name=name,
@@ -257,11 +267,8 @@ def _make_loca(
 ) -> Environment:
     from pos_agent.envs.loca.environment import SETUP_TIMEOUT, LocaEnvironment
 
-    timeout = options.get("setup_timeout")
-    try:
-        setup_timeout = float(timeout) if timeout is not None else SETUP_TIMEOUT
-    except (TypeError, ValueError) as exc:
-        raise EnvError(f"setup_timeout must be a number of seconds (got {timeout!r}).") from exc
+    timeout = _number_option(options, "setup_timeout", float, "a number of seconds")
+    setup_timeout = SETUP_TIMEOUT if timeout is None else timeout
     return LocaEnvironment(
         task,
         split=split,

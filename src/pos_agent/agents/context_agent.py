@@ -33,6 +33,7 @@ from pos_agent.agents.base import (
     observation_event,
 )
 from pos_agent.agents.context.accounting import InternalCalls
+from pos_agent.agents.context.acon import AconMemory
 from pos_agent.agents.context.adapters import (
     AconAdapter,
     ContextMethod,
@@ -42,7 +43,9 @@ from pos_agent.agents.context.adapters import (
 )
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, make_scorer
+from pos_agent.agents.context.hiagent import SubgoalMemory
 from pos_agent.agents.context.lookups import Lookup, decide_with_lookups, split_lookups
+from pos_agent.agents.context.pace import PaceMemory
 from pos_agent.agents.context.settings import BaselineSettings
 from pos_agent.agents.context.turns import Turn
 from pos_agent.agents.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
@@ -89,13 +92,14 @@ class ContextAgent(BackboneAgent):
     def make_method(self, env: Environment, caller: ModelCaller) -> ContextMethod:
         """This episode's memory (PACE's scorer checked here: a bad spec fails the case now)."""
         if self.name == "acon":
-            return AconAdapter(env.goal, self.settings.acon, caller)
+            return AconAdapter(AconMemory(env.goal, self.settings.acon, caller))
         if self.name == "pace":
             scorer = make_scorer(self.embed_model, caller, self.embed_options)
-            return PaceAdapter(
+            memory = PaceMemory(
                 env.goal, self.settings.pace, caller, scorer, step_budget=env.max_steps
             )
-        return HiAgentAdapter(env.goal, self.settings.hiagent, caller)
+            return PaceAdapter(memory)
+        return HiAgentAdapter(SubgoalMemory(env.goal, self.settings.hiagent, caller))
 
     def run(self, env: Environment) -> Episode:
         limits = self.policy_limits(env)

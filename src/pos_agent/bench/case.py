@@ -57,6 +57,7 @@ from pos_agent.llm import (
     load_model,
     wants_context_per_role,
 )
+from pos_agent.llm._types import POS_ROLES
 from pos_agent.trace import (
     CaseResult,
     RoleTokens,
@@ -68,7 +69,6 @@ from pos_agent.trace import (
 
 # The paper's method order: Raw, the four baselines, PoS, its ablations; then the expert.
 AGENTS: tuple[str, ...] = ("raw", *BASELINES, *VARIANTS, "expert")
-MODEL_ROLES = ("policy", "belief", "sentinel")
 
 
 @dataclass
@@ -114,7 +114,7 @@ class CaseSpec:
         if self.agent == "expert":
             return {}
         # Raw and the baselines have one backbone (every baseline call uses it, App. D.1).
-        roles = ("policy",) if self.agent == "raw" or self.agent in BASELINES else MODEL_ROLES
+        roles = ("policy",) if self.agent == "raw" or self.agent in BASELINES else POS_ROLES
         return {role: self.role_models.get(role, self.model) for role in roles}
 
 
@@ -372,7 +372,7 @@ def _play(
 def _model_status(failure: ModelFailure) -> Status:
     if failure.kind == "config":
         return "config_error"
-    if failure.kind in ("transport", "timeout"):
+    if failure.unavailable:
         return "infra_error"
     return "harness_error"
 

@@ -42,6 +42,7 @@ __all__ = [
     "redact_record",
     "write_json_atomic",
     "write_result",
+    "write_text_atomic",
 ]
 
 RESULT_VERSION = 2  # 2: statuses config_error/harness_error, settings and provenance fields
@@ -217,14 +218,18 @@ class CaseResult(BaseModel):
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to `path` so that readers see either the old file or the whole new one."""
+    write_text_atomic(path, json.dumps(redact_record(data), indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see either the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; record files get the mode `open` gives traces (0644 by default).
         os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(redact_record(data), handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

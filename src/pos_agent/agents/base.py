@@ -26,7 +26,6 @@ from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
 from pos_agent.trace import TraceWriter
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
-UNAVAILABLE = ("transport", "timeout")  # failure kinds that end the case as infra_error
 
 
 @dataclass
@@ -109,7 +108,7 @@ class RoleCaller:
         except ModelFailure as failure:
             self.ledger.record(role, failure, step)
             self.emit(ModelFailureEvent.of(failure, step=step, role=role, purpose=purpose))
-            if failure.kind in UNAVAILABLE:
+            if failure.unavailable:
                 # A server that stays unreachable after the retries is an infrastructure
                 # failure: the case is reported (and retried by `pos bench`), not scored.
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None

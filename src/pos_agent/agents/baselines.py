@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
+from pos_agent.agents.backbone import BackboneOptions
 from pos_agent.agents.base import Agent, StepCallback
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC
 from pos_agent.agents.context.settings import BaselineSettings, baseline_settings, with_options
@@ -54,17 +55,16 @@ def build_baseline(
 ) -> tuple[Agent, dict[str, Any]]:
     """The agent for `method` and the settings it runs with (for the trace and the result)."""
     recorded: dict[str, Any] = {"policy": asdict(limits)}
+    options: BackboneOptions = {
+        "ledger": ledger,
+        "trace": trace,
+        "on_step": on_step,
+        "limits": limits,
+        "temperature": temperature,
+    }
     if method == "lh_harness":
         recorded["baseline"] = asdict(settings.long_horizon)
-        agent: Agent = LongHorizonAgent(
-            model,
-            settings.long_horizon,
-            ledger=ledger,
-            trace=trace,
-            on_step=on_step,
-            limits=limits,
-            temperature=temperature,
-        )
+        agent: Agent = LongHorizonAgent(model, settings.long_horizon, **options)
         return agent, recorded
     if method not in REACT_METHODS:
         raise ValueError(f"unknown baseline {method!r}; use {', '.join(BASELINES)}")
@@ -75,12 +75,8 @@ def build_baseline(
         method,
         model,
         settings,
-        ledger=ledger,
-        trace=trace,
-        on_step=on_step,
-        limits=limits,
-        temperature=temperature,
         embed_model=embed_model,
         embed_options=embed_options,
+        **options,
     )
     return agent, recorded

@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
 from pydantic import BaseModel
 
 from pos_agent.agents import prompts
+from pos_agent.agents.backbone import BackboneAgent, BackboneOptions
 from pos_agent.agents.base import (
     Episode,
-    RoleCaller,
-    StepCallback,
-    StepInfo,
     finish,
     observation_event,
 )
 from pos_agent.agents.context.accounting import InternalCalls
+from pos_agent.agents.context.acon import AconMemory
 from pos_agent.agents.context.adapters import (
     AconAdapter,
     ContextMethod,
@@ -43,15 +43,16 @@ from pos_agent.agents.context.adapters import (
 )
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, make_scorer
+from pos_agent.agents.context.hiagent import SubgoalMemory
 from pos_agent.agents.context.lookups import Lookup, decide_with_lookups, split_lookups
+from pos_agent.agents.context.pace import PaceMemory
 from pos_agent.agents.context.settings import BaselineSettings
 from pos_agent.agents.context.turns import Turn
 from pos_agent.agents.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
-from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
+from pos_agent.agents.settings import RoleLimits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import LookupEvent
-from pos_agent.llm import Message, Model, ModelOptions, TokenLedger
-from pos_agent.trace import TraceWriter
+from pos_agent.llm import Message, Model, ModelOptions
 
 REACT_METHODS: tuple[str, ...] = ("acon", "pace", "hiagent")
 
@@ -67,7 +68,7 @@ class _Ask:
     limits: RoleLimits
 
 
-class ContextAgent:
+class ContextAgent(BackboneAgent):
     """ReAct over one context method's memory: `acon`, `pace` or `hiagent`."""
 
     def __init__(
@@ -76,44 +77,32 @@ class ContextAgent:
         model: Model,
         settings: BaselineSettings,
         *,
-        ledger: TokenLedger | None = None,
-        trace: TraceWriter | None = None,
-        on_step: StepCallback | None = None,
-        limits: RoleLimits | None = None,
-        temperature: float = 0.0,
         embed_model: str = LEXICAL_SPEC,
         embed_options: ModelOptions | None = None,
+        **options: Unpack[BackboneOptions],
     ) -> None:
         if method not in REACT_METHODS:
             raise ValueError(f"unknown context method {method!r}; use {', '.join(REACT_METHODS)}")
+        super().__init__(model, **options)
         self.name = method
-        self.model = model
         self.settings = settings
-        self.ledger = ledger or TokenLedger()
-        self.call = RoleCaller(self.ledger, trace)
-        self.on_step = on_step
-        self.limits = limits
-        self.temperature = temperature
         self.embed_model = embed_model
         self.embed_options = embed_options
 
     def make_method(self, env: Environment, caller: ModelCaller) -> ContextMethod:
         """This episode's memory (PACE's scorer checked here: a bad spec fails the case now)."""
         if self.name == "acon":
-            return AconAdapter(env.goal, self.settings.acon, caller)
+            return AconAdapter(AconMemory(env.goal, self.settings.acon, caller))
         if self.name == "pace":
             scorer = make_scorer(self.embed_model, caller, self.embed_options)
-            return PaceAdapter(
+            memory = PaceMemory(
                 env.goal, self.settings.pace, caller, scorer, step_budget=env.max_steps
             )
-        return HiAgentAdapter(env.goal, self.settings.hiagent, caller)
+            return PaceAdapter(memory)
+        return HiAgentAdapter(SubgoalMemory(env.goal, self.settings.hiagent, caller))
 
     def run(self, env: Environment) -> Episode:
-        limits = self.limits or role_limits(
-            "policy",
-            model=self.model.spec,
-            generation_tokens=paper_generation_tokens(env.kind, env.name),
-        )
+        limits = self.policy_limits(env)
         caller = ModelCaller(self.model, temperature=self.temperature)
         internal = InternalCalls(caller, self.call)
         episode = Episode()
@@ -145,20 +134,9 @@ class ContextAgent:
                 degraded = decision.degraded or failed > 0
                 episode.degraded_steps += degraded
                 observation = env.step(decision.action)
-                episode.steps = t + 1
-                self.call.emit(observation_event(t + 1, observation))
+                self.record_step(episode, t + 1, decision.action, observation, degraded=degraded)
                 method.add(Turn(t + 1, decision.action, observation.text))
                 recent = [*recent[-1:], decision.action]
-                if self.on_step is not None:
-                    self.on_step(
-                        StepInfo(
-                            t + 1,
-                            decision.action,
-                            observation.success,
-                            degraded=degraded,
-                            tokens=self.call.tokens(),
-                        )
-                    )
                 if observation.done:
                     break
         finally:

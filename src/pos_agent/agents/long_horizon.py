@@ -16,12 +16,12 @@ The rounds decide; this agent supplies what they call and records what they do:
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from pos_agent.agents import prompts
+from pos_agent.agents.backbone import BackboneAgent, BackboneOptions
 from pos_agent.agents.base import (
     Episode,
-    RoleCaller,
-    StepCallback,
-    StepInfo,
     finish,
     observation_event,
     validate_action,
@@ -37,14 +37,12 @@ from pos_agent.agents.context.longhorizon import (
 from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
 from pos_agent.agents.context.turns import Turn
 from pos_agent.agents.schemas import action_text, decision_schema
-from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent, DegradedEvent, RoundAuditEvent, RoundPlanEvent
-from pos_agent.llm import Model, TokenLedger
-from pos_agent.trace import TraceWriter
+from pos_agent.llm import Model
 
 
-class LongHorizonAgent:
+class LongHorizonAgent(BackboneAgent):
     """Manager / Executor / Auditor rounds with the backbone in every role."""
 
     name = "lh_harness"
@@ -53,20 +51,10 @@ class LongHorizonAgent:
         self,
         model: Model,
         settings: LongHorizonSettings,
-        *,
-        ledger: TokenLedger | None = None,
-        trace: TraceWriter | None = None,
-        on_step: StepCallback | None = None,
-        limits: RoleLimits | None = None,
-        temperature: float = 0.0,
+        **options: Unpack[BackboneOptions],
     ) -> None:
-        self.model = model
+        super().__init__(model, **options)
         self.settings = settings
-        self.ledger = ledger or TokenLedger()
-        self.call = RoleCaller(self.ledger, trace)
-        self.on_step = on_step
-        self.limits = limits
-        self.temperature = temperature
 
     def run(self, env: Environment) -> Episode:
         run = _Run(self, env)
@@ -80,11 +68,7 @@ class _Run:
         self.agent = agent
         self.env = env
         self.call = agent.call
-        self.limits = agent.limits or role_limits(
-            "policy",
-            model=agent.model.spec,
-            generation_tokens=paper_generation_tokens(env.kind, env.name),
-        )
+        self.limits = agent.policy_limits(env)
         self.caller = ModelCaller(agent.model, temperature=agent.temperature)
         self.internal = InternalCalls(self.caller, self.call)
         self.episode = Episode()
@@ -232,16 +216,11 @@ class _Run:
     def acted(self, role: str, turn: Turn, observation: Observation) -> None:
         """An environment action was taken (executor, auditor query, or the final answer)."""
         self.observation = observation
-        self.episode.steps = turn.step
         self.call.emit(ActionEvent(step=turn.step - 1, action=turn.action, thought=self.thought))
-        self.call.emit(observation_event(turn.step, observation))
-        if self.agent.on_step is not None:
-            self.agent.on_step(
-                StepInfo(
-                    turn.step,
-                    f"[{role}] {turn.action}",
-                    observation.success,
-                    degraded=turn.step - 1 in self.degraded,
-                    tokens=self.call.tokens(),
-                )
-            )
+        self.agent.record_step(
+            self.episode,
+            turn.step,
+            f"[{role}] {turn.action}",
+            observation,
+            degraded=turn.step - 1 in self.degraded,
+        )

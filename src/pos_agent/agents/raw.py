@@ -14,24 +14,21 @@ counted in the result (`context_cuts`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pos_agent.agents import prompts
+from pos_agent.agents.backbone import BackboneAgent, BackboneOptions
 from pos_agent.agents.base import (
     Episode,
-    RoleCaller,
-    StepCallback,
-    StepInfo,
     finish,
     observation_event,
 )
 from pos_agent.agents.prompts import Step
 from pos_agent.agents.schemas import decision_schema
-from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
+from pos_agent.agents.settings import RoleLimits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ContextCutEvent
-from pos_agent.llm import Message, Model, TokenLedger
-from pos_agent.trace import TraceWriter
+from pos_agent.llm import Message, Model
 
 # Prompt tokens are estimated, not counted (the agent has no tokenizer): about three characters
 # a token errs on the side of cutting a little early. The margin covers the chat template.
@@ -44,7 +41,7 @@ def estimated_tokens(messages: Sequence[Message]) -> int:
     return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN + TEMPLATE_TOKENS
 
 
-class RawAgent:
+class RawAgent(BackboneAgent):
     """ReAct over the raw trajectory."""
 
     name = "raw"
@@ -53,28 +50,15 @@ class RawAgent:
         self,
         model: Model,
         *,
-        ledger: TokenLedger | None = None,
-        trace: TraceWriter | None = None,
-        on_step: StepCallback | None = None,
-        limits: RoleLimits | None = None,
         context_window: int | None = None,
-        temperature: float = 0.0,
+        **options: Unpack[BackboneOptions],
     ) -> None:
-        self.model = model
-        self.ledger = ledger or TokenLedger()
-        self.call = RoleCaller(self.ledger, trace)
-        self.on_step = on_step
-        self.limits = limits
+        super().__init__(model, **options)
         self.context_window = context_window
         """Tokens a prompt plus its answer must fit in; None never cuts the history."""
-        self.temperature = temperature
 
     def run(self, env: Environment) -> Episode:
-        limits = self.limits or role_limits(
-            "policy",
-            model=self.model.spec,
-            generation_tokens=paper_generation_tokens(env.kind, env.name),
-        )
+        limits = self.policy_limits(env)
         episode = Episode()
         observation = env.reset()
         first = observation.text
@@ -103,19 +87,10 @@ class RawAgent:
                 decision = self.call.settle_action(answer, observation, admissible, recent, t)
                 episode.degraded_steps += decision.degraded
                 observation = env.step(decision.action)
-                episode.steps = t + 1
-                self.call.emit(observation_event(t + 1, observation))
+                self.record_step(
+                    episode, t + 1, decision.action, observation, degraded=decision.degraded
+                )
                 history.append(Step(t + 1, decision.action, observation.text))
-                if self.on_step is not None:
-                    self.on_step(
-                        StepInfo(
-                            t + 1,
-                            decision.action,
-                            observation.success,
-                            degraded=decision.degraded,
-                            tokens=self.call.tokens(),
-                        )
-                    )
                 if observation.done:
                     break
         finally:

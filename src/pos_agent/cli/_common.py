@@ -10,6 +10,14 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
 from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
@@ -23,6 +31,20 @@ console = Console(highlight=False, soft_wrap=True, emoji=False)
 def shown(value: object) -> str:
     """`value` as text that rich prints literally."""
     return escape(str(value))
+
+
+def progress_bar(on: Console) -> Progress:
+    """The bar of a long command: done of total, time spent and left. Its description is
+    printed literally (it may hold case names)."""
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=on,
+    )
 
 
 def model_options(

@@ -9,14 +9,6 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from pos_agent.bench.case import AGENTS, RecordError
 from pos_agent.bench.env_models import parse_env_models
@@ -40,6 +32,7 @@ from pos_agent.cli._common import (
     checked_profile,
     console,
     model_options,
+    progress_bar,
     shown,
 )
 from pos_agent.cli.app import app
@@ -231,15 +224,7 @@ def bench(
         f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases ({shown(', '.join(methods))}), "
         f"{workers} worker(s){threads} -> {shown(run_dir)}"
     )
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-    ) as bar:
+    with progress_bar(console) as bar:
         task = bar.add_task("checking the set-up", total=len(specs))
 
         def show(result: CaseResult, progress: BenchProgress) -> None:

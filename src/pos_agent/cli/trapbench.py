@@ -10,15 +10,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from pos_agent.cli._common import progress_bar
 from pos_agent.cli.app import app
 
 console = Console(highlight=False, soft_wrap=True)
@@ -79,15 +72,7 @@ def make(
         f"({games - len(todo)} done already, {len(todo)} to build, {count} worker(s))"
     )
     started = time.monotonic()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-    ) as bar:
+    with progress_bar(console) as bar:
         task = bar.add_task("games", total=len(todo))
 
         def show(result: SlotResult) -> None:

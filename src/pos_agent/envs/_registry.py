@@ -6,7 +6,7 @@ Backends are imported only when an environment is made, so listing tasks and imp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pos_agent.envs._types import EnvError, Environment, TaskSpec
@@ -87,6 +87,16 @@ def list_envs() -> list[str]:
     return list(ENV_NAMES)
 
 
+def _check_options(name: str, options: Mapping[str, Any]) -> None:
+    """Raise EnvError naming the options `name` does not accept, and those it does."""
+    unknown = set(options) - _OPTIONS[name]
+    if unknown:
+        accepted = ", ".join(sorted(_OPTIONS[name])) or "none"
+        raise EnvError(
+            f"Unknown option(s) for {name}: {', '.join(sorted(unknown))}; accepted: {accepted}."
+        )
+
+
 def list_tasks(env: str, split: str | None = None, **options: Any) -> list[TaskSpec]:
     """The tasks of one environment and split (the environment's default split if None).
 
@@ -96,12 +106,7 @@ def list_tasks(env: str, split: str | None = None, **options: Any) -> list[TaskS
     can pass its env_options).
     """
     name = canonical_env(env)
-    unknown = set(options) - _OPTIONS[name]
-    if unknown:
-        accepted = ", ".join(sorted(_OPTIONS[name])) or "none"
-        raise EnvError(
-            f"Unknown option(s) for {name}: {', '.join(sorted(unknown))}; accepted: {accepted}."
-        )
+    _check_options(name, options)
     data_dir = options.get("data_dir") if "data_dir" in _LIST_OPTIONS.get(name, set()) else None
     if name == "clindiag":
         from pos_agent.envs.clindiag import list_clindiag_tasks
@@ -156,12 +161,7 @@ def make_env(
     `keep_workspace`, `setup_timeout` (seconds).
     """
     name = canonical_env(env)
-    unknown = set(options) - _OPTIONS[name]
-    if unknown:
-        accepted = ", ".join(sorted(_OPTIONS[name])) or "none"
-        raise EnvError(
-            f"Unknown option(s) for {name}: {', '.join(sorted(unknown))}; accepted: {accepted}."
-        )
+    _check_options(name, options)
     builders: dict[str, Callable[[], Environment]] = {
         "alfworld": lambda: _make_alfworld(name, task, split, seed, max_steps, options),
         "alfworld-mini": lambda: _make_alfworld(name, task, split, seed, max_steps, options),

@@ -372,6 +372,33 @@ class ToolEnvironment(BudgetedEnvironment):
         observation.fallback_action = None if result.done else self.fallback_call.render()
         return observation
 
+    def tool_instructions(self, example: str) -> str:
+        """The first observation's lines naming the tools and the action format, with
+        `example` (one rendered call) to show it."""
+        return (
+            f"Tools: {', '.join(t.name for t in self.tool_specs)}.\n"
+            f'Action format: {{"tool": "<name>", "args": {{...}}}}, e.g. {example}.'
+        )
+
+    def parse_turn(self, action: str) -> list[ToolCall] | BackendResult:
+        """The tool calls of one action, or the invalid-action result saying what was wrong
+        (with the environment's info, and its failure metrics on the last unit of budget)."""
+        try:
+            return parse_tool_calls(action, self.tool_specs, max_calls=self.calls_per_turn)
+        except ToolCallError as error:
+            invalid = self.invalid_result(str(error))
+            invalid.extra.update(self._base_info())
+            return self._pending(invalid)
+
+    def _base_info(self) -> dict[str, Any]:
+        """What every result of this environment carries in `extra`."""
+        return {}
+
+    def _pending(self, result: BackendResult) -> BackendResult:
+        """A non-terminal result as the environment returns it (a subclass adds its failure
+        metrics when the budget is spent)."""
+        return result
+
 
 def tool_schema_problems(spec: ToolSpec) -> list[str]:
     """What keeps a tool's argument schema from being complete (empty when it is complete).

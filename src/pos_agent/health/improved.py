@@ -40,7 +40,7 @@ from pos_agent.health.window import (
     HealthReport,
     TrapPattern,
     WindowStep,
-    _blocked_kind,
+    judged_report,
 )
 
 StepKind = Literal["productive", "static", "cycle", "drift", "unexplained"]
@@ -161,13 +161,6 @@ def read_transitions(
     return [None, *(reader(i) for i in range(1, len(steps)))]
 
 
-def _persistence(gap_sets: Sequence[frozenset[str]]) -> float:
-    first = gap_sets[0]
-    if not first:
-        return 0.0
-    return len(first.intersection(*gap_sets[1:])) / len(first)
-
-
 def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
     """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
     run: list[TrapPattern] = []
@@ -205,42 +198,20 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     reader = _Reader(window, config)
     judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
     if not judged:
-        return HealthReport(
-            ready=False,
-            persistence_e=0.0,
-            persistence_a=0.0,
-            stagnation=0.0,
-            recurrence=0.0,
-            lag=None,
-            health=1.0,
-            trapped=False,
-            pattern=None,
-            blocked=None,
-        )
-    # Persistence over the states after each judged transition, as Eq. 5a reads the window.
-    tail = window[-len(judged) :]
-    persistence_e = _persistence([step.epistemic for step in tail])
-    persistence_a = _persistence([step.achievement for step in tail])
+        return HealthReport(ready=False)
     stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
     stuck_returns = [r.returns for r in judged if r.returns and r.kind != "productive"]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)
-    health = min(1.0, max(0.0, 1.0 - max(persistence_e, persistence_a) * stagnation))
-    trapped = ready and health <= config.theta_h + 1e-9
-    pattern: TrapPattern | None = None
-    blocked = None
-    if trapped:
-        pattern = _pattern(reader, len(window) - 1)
-        blocked = _blocked_kind(window[-1], persistence_e, persistence_a, config.task)
-    return HealthReport(
-        ready=ready,
-        persistence_e=persistence_e,
-        persistence_a=persistence_a,
-        stagnation=stagnation,
-        recurrence=recurrence,
-        lag=lag,
-        health=health,
-        trapped=trapped,
-        pattern=pattern,
-        blocked=blocked,
+    # Persistence over the states after each judged transition, as Eq. 5a reads the window.
+    tail = window[-len(judged) :]
+    return judged_report(
+        config,
+        tail,
+        ready,
+        stagnation,
+        recurrence,
+        lag,
+        pressure=stagnation,
+        pattern=lambda: _pattern(reader, len(window) - 1),
     )

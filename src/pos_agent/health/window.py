@@ -6,7 +6,7 @@ agent that can describe its steps as `WindowStep`s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
 from typing import Literal, get_args
@@ -147,36 +147,39 @@ class HealthConfig:
 
 @dataclass(frozen=True, slots=True)
 class HealthReport:
-    """The health of one window and, when trapped, its diagnosis."""
+    """The health of one window and, when trapped, its diagnosis.
+
+    The defaults are the report of a window with nothing to judge yet: full health, not trapped.
+    """
 
     ready: bool
     """Enough steps to judge: the full window (paper), or `recent` + 1 steps (improved)."""
 
-    persistence_e: float
+    persistence_e: float = 0.0
     """P_epistemic: share of the first step's epistemic gaps still open at every step [5a]."""
 
-    persistence_a: float
+    persistence_a: float = 0.0
     """P_achievement: the same for achievement gaps [5a]."""
 
-    stagnation: float
+    stagnation: float = 0.0
     """S = 1 - mean progress label over the window [5a]."""
 
-    recurrence: float
+    recurrence: float = 0.0
     """R: the best fraction of same-lag focus pairs within eps_W, over lags 1..min(L, K-1) [5b]."""
 
-    lag: int | None
+    lag: int | None = None
     """k*: the smallest lag attaining R; None when R = 0."""
 
-    health: float
+    health: float = 1.0
     """H = 1 - max_X [P_X * max(S, R)] [5c]."""
 
-    trapped: bool
+    trapped: bool = False
     """The report is ready and H <= theta_H."""
 
-    pattern: TrapPattern | None
+    pattern: TrapPattern | None = None
     """Trap pattern when trapped: "static", "cycle", "drift", or None (none or not trapped)."""
 
-    blocked: GapKind | None
+    blocked: GapKind | None = None
     """Blocked gap kind when trapped: "epistemic", "achievement", or None."""
 
     def to_dict(self) -> dict[str, float | int | bool | str | None]:
@@ -345,6 +348,42 @@ def _blocked_kind(
     return "epistemic" if task == "diagnosis" else "achievement"
 
 
+def judged_report(
+    config: HealthConfig,
+    persisting: Sequence[WindowStep],
+    ready: bool,
+    stagnation: float,
+    recurrence: float,
+    lag: int | None,
+    *,
+    pressure: float,
+    pattern: Callable[[], TrapPattern | None],
+) -> HealthReport:
+    """The report of a judged window: P_X over the `persisting` steps (the last is the latest),
+    H = 1 - max(P_E, P_A) * pressure clamped to [0, 1] (pressure is max(S, R) in the paper's
+    Eq. 5c, S in the improved diagnosis); when trapped, the pattern (asked only then) and the
+    blocked gap kind."""
+    persistence_e = _persistence([step.epistemic for step in persisting])
+    persistence_a = _persistence([step.achievement for step in persisting])
+    health = min(1.0, max(0.0, 1.0 - max(persistence_e, persistence_a) * pressure))
+    trapped = ready and _at_most(health, config.theta_h)
+    blocked = None
+    if trapped:
+        blocked = _blocked_kind(persisting[-1], persistence_e, persistence_a, config.task)
+    return HealthReport(
+        ready=ready,
+        persistence_e=persistence_e,
+        persistence_a=persistence_a,
+        stagnation=stagnation,
+        recurrence=recurrence,
+        lag=lag,
+        health=health,
+        trapped=trapped,
+        pattern=pattern() if trapped else None,
+        blocked=blocked,
+    )
+
+
 _DEFAULT_CONFIG = HealthConfig()
 
 
@@ -365,51 +404,24 @@ def assess_window(
     size = len(window)
     ready = len(steps) >= config.window
     if size == 0:
-        return HealthReport(
-            ready=ready,
-            persistence_e=0.0,
-            persistence_a=0.0,
-            stagnation=0.0,
-            recurrence=0.0,
-            lag=None,
-            health=1.0,
-            trapped=False,
-            pattern=None,
-            blocked=None,
-        )
+        return HealthReport(ready=ready)
 
-    persistence_e = _persistence([step.epistemic for step in window])
-    persistence_a = _persistence([step.achievement for step in window])
     stagnation = 1.0 - sum(step.progress for step in window) / size
     # Focus worlds first, then the last two full worlds (static check) share one oracle.
     worlds = [step.focus for step in window] + [step.world for step in window[-2:]]
     closeness = _Closeness(worlds, config.eps_w)
     recurrence, lag = _recurrence(closeness, window, config)
-    health = 1.0 - max(persistence_e, persistence_a) * max(stagnation, recurrence)
-    health = min(1.0, max(0.0, health))
-    trapped = ready and _at_most(health, config.theta_h)
 
-    pattern: TrapPattern | None = None
-    blocked: GapKind | None = None
-    if trapped:
-        latest = window[-1]
+    def pattern() -> TrapPattern | None:
         if closeness.close(len(worlds) - 1, len(worlds) - 2):
-            pattern = "static"
-        elif lag is not None and lag > 1 and _at_least(recurrence, config.theta_r):
-            pattern = "cycle"
-        elif _recurs(closeness, window, size - 1, size - 2):
-            pattern = "drift"
-        blocked = _blocked_kind(latest, persistence_e, persistence_a, config.task)
+            return "static"
+        if lag is not None and lag > 1 and _at_least(recurrence, config.theta_r):
+            return "cycle"
+        if _recurs(closeness, window, size - 1, size - 2):
+            return "drift"
+        return None
 
-    return HealthReport(
-        ready=ready,
-        persistence_e=persistence_e,
-        persistence_a=persistence_a,
-        stagnation=stagnation,
-        recurrence=recurrence,
-        lag=lag,
-        health=health,
-        trapped=trapped,
-        pattern=pattern,
-        blocked=blocked,
+    pressure = max(stagnation, recurrence)
+    return judged_report(
+        config, window, ready, stagnation, recurrence, lag, pressure=pressure, pattern=pattern
     )

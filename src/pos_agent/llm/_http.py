@@ -43,12 +43,13 @@ def post_json(
     outcome: list[HttpReply | BaseException] = []
     done = threading.Event()
     abandoned = threading.Event()
+    # Text that is not valid Unicode (a lone surrogate) must not fail the call here.
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8", errors="replace")
+    headers = {**headers, "content-type": "application/json"}
 
     def exchange() -> None:
         try:
-            outcome.append(
-                _exchange(client, url, payload, headers, timeout_s, max_bytes, abandoned)
-            )
+            outcome.append(_exchange(client, url, body, headers, timeout_s, max_bytes, abandoned))
         except BaseException as exc:  # handed to the waiting caller, who re-raises it
             outcome.append(exc)
         finally:
@@ -67,15 +68,13 @@ def post_json(
 def _exchange(
     client: Any,
     url: Any,
-    payload: dict[str, Any],
+    body: bytes,
     headers: dict[str, str],
     timeout_s: float,
     max_bytes: int,
     abandoned: threading.Event,
 ) -> HttpReply:
-    # Text that is not valid Unicode (a lone surrogate) must not fail the call here.
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8", errors="replace")
-    headers = {**headers, "content-type": "application/json"}
+    """Send the JSON `body` and read the reply up to `max_bytes` (stops when `abandoned`)."""
     with client.stream("POST", url, content=body, headers=headers, timeout=timeout_s) as response:
         reply_headers = {name.lower(): value for name, value in response.headers.items()}
         declared = reply_headers.get("content-length", "")

@@ -26,21 +26,13 @@ class CallTotals:
 
     @classmethod
     def of(cls, outcome: Completion | ModelFailure) -> CallTotals:
-        if isinstance(outcome, ModelFailure):
-            return cls(
-                calls=1,
-                prompt_tokens=outcome.usage.prompt_tokens,
-                completion_tokens=outcome.usage.completion_tokens,
-                latency_s=outcome.latency_s,
-                cached_calls=int(outcome.cached),
-                failures=1,
-            )
         return cls(
             calls=1,
             prompt_tokens=outcome.usage.prompt_tokens,
             completion_tokens=outcome.usage.completion_tokens,
             latency_s=outcome.latency_s,
             cached_calls=int(outcome.cached),
+            failures=int(isinstance(outcome, ModelFailure)),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,13 @@ from pydantic import BaseModel
 
 from pos_agent.llm._load import load_model
 from pos_agent.llm._options import ModelOptions
-from pos_agent.llm._types import Completion, FailureKind, Message, ModelFailure
+from pos_agent.llm._types import (
+    UNAVAILABLE_KINDS,
+    Completion,
+    FailureKind,
+    Message,
+    ModelFailure,
+)
 
 PROBE_MESSAGES = (
     Message("system", "You are a calculator that answers in JSON."),
@@ -27,7 +33,7 @@ PROBE_TIMEOUT_S = 60.0
 PROBE_RETRIES = 1
 
 # Failures that mean the set-up is broken, not that the model answered badly.
-SETUP_FAILURES: tuple[FailureKind, ...] = ("config", "transport", "timeout")
+SETUP_FAILURES: tuple[FailureKind, ...] = ("config", *UNAVAILABLE_KINDS)
 
 
 class DoctorProbe(BaseModel):
@@ -100,7 +106,7 @@ def advice_for(failure: ModelFailure, spec: str) -> str:
     """What to do about a failed model call, for people reading a doctor or bench report."""
     if failure.kind == "config":
         return "see the message; docs/models.md lists the model specs and their settings"
-    if failure.kind in ("transport", "timeout"):
+    if failure.unavailable:
         return (
             "check that the server is running and reachable (--base-url, usually ending in /v1) "
             "and that the key variable is set"

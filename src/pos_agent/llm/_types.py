@@ -21,13 +21,9 @@ STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
 
 # Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):
 # the PoS roles, the diagnosis environments' own roles, and the internal roles of the paper's
-# context-management baselines (`pos_agent.agents.context.INTERNAL_ROLES`).
-ROLES: tuple[str, ...] = (
-    "policy",
-    "belief",
-    "sentinel",
-    "provider",
-    "judge",
+# context-management baselines.
+POS_ROLES: tuple[str, ...] = ("policy", "belief", "sentinel")
+INTERNAL_ROLES: tuple[str, ...] = (
     "compressor",
     "summarizer",
     "embedder",
@@ -35,6 +31,9 @@ ROLES: tuple[str, ...] = (
     "executor",
     "auditor",
 )
+ROLES: tuple[str, ...] = (*POS_ROLES, "provider", "judge", *INTERNAL_ROLES)
+# Failure kinds that mean the backend is unreachable: a case they end is not scored.
+UNAVAILABLE_KINDS: tuple[FailureKind, ...] = ("transport", "timeout")
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
@@ -126,6 +125,12 @@ class ModelFailure(Exception):
         self.model = model
         self.cached = cached
         self.structured_mode = structured_mode
+
+    @property
+    def unavailable(self) -> bool:
+        """The backend could not be reached or did not answer in time (transport, timeout):
+        the set-up or the network failed, not the model, so the case is not scored."""
+        return self.kind in UNAVAILABLE_KINDS
 
     def __str__(self) -> str:
         where = f" [{self.model}]" if self.model else ""

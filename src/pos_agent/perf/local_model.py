@@ -123,45 +123,25 @@ def measure(runs: int, n_ctx: int, belief_lines: int) -> list[Row]:
     # Warm-up: first-touch of the weights and compute buffers.
     model.complete([system, Message("user", "Say ready.")], max_tokens=4)
 
-    fresh = [
-        timed_call(
-            model,
-            llama,
-            [system, Message("user", synthetic_belief(belief_lines, f"run-{i}-{time.time_ns()}"))],
-            max_tokens=1,
-        )
-        for i in range(runs)
-    ]
-    free_text = [
-        timed_call(
-            model,
-            llama,
-            [system, Message("user", f"Story {i}: write a long story about a robot cook.")],
-            max_tokens=96,
-        )
-        for i in range(runs)
-    ]
-    structured = [
-        timed_call(
-            model,
-            llama,
-            [system, Message("user", f"{synthetic_belief(8, str(i))}\nWhat next?")],
-            schema=BenchAction,
-            max_tokens=128,
-        )
-        for i in range(runs)
-    ]
+    def timed_runs(user: Callable[[int], str], **kwargs: Any) -> list[Counters]:
+        """One timed call a run, run i asking `user(i)` after the system message."""
+        return [
+            timed_call(model, llama, [system, Message("user", user(i))], **kwargs)
+            for i in range(runs)
+        ]
+
+    fresh = timed_runs(
+        lambda i: synthetic_belief(belief_lines, f"run-{i}-{time.time_ns()}"), max_tokens=1
+    )
+    free_text = timed_runs(
+        lambda i: f"Story {i}: write a long story about a robot cook.", max_tokens=96
+    )
+    structured = timed_runs(
+        lambda i: f"{synthetic_belief(8, str(i))}\nWhat next?", schema=BenchAction, max_tokens=128
+    )
     shared_prefix = synthetic_belief(belief_lines, "shared")
     timed_call(model, llama, [system, Message("user", shared_prefix + "\nStep 0.")], max_tokens=1)
-    reused = [
-        timed_call(
-            model,
-            llama,
-            [system, Message("user", f"{shared_prefix}\nStep {i + 1}.")],
-            max_tokens=1,
-        )
-        for i in range(runs)
-    ]
+    reused = timed_runs(lambda i: f"{shared_prefix}\nStep {i + 1}.", max_tokens=1)
 
     with tempfile.TemporaryDirectory() as folder:
         cache = ResponseCache(Path(folder) / "bench.sqlite", "readwrite")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pos_agent.trace import write_text_atomic
 from pos_agent.trapbench.games import (
     GameGenerationError,
     GameSpec,
@@ -30,7 +31,6 @@ from pos_agent.trapbench.records import (
     Trajectory,
     dump_trajectories,
     load_trajectories,
-    write_atomic,
 )
 
 MAX_REPLACEMENTS = 6
@@ -176,12 +176,12 @@ class CorpusMaker:
         pool.join()
 
     def _record(self, result: SlotResult, on_slot: Callable[[SlotResult], None] | None) -> None:
-        write_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))
+        write_text_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))
         tried = {e.id for e in result.entries}
         self.manifest.games = [g for g in self.manifest.games if g.id not in tried]
         self.manifest.games += result.entries
         self.manifest.games.sort(key=lambda g: g.id)
-        write_atomic(self.out / MANIFEST_FILE, self.manifest.model_dump_json(indent=2) + "\n")
+        write_text_atomic(self.out / MANIFEST_FILE, self.manifest.model_dump_json(indent=2) + "\n")
         if on_slot is not None:
             on_slot(result)
 
@@ -189,7 +189,7 @@ class CorpusMaker:
         trajectories: list[Trajectory] = []
         for spec in self.specs:
             trajectories += load_trajectories(self._slot_file(spec.id))
-        write_atomic(self.corpus_file, dump_trajectories(trajectories))
+        write_text_atomic(self.corpus_file, dump_trajectories(trajectories))
         return self.corpus_file
 
 

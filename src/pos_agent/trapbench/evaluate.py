@@ -10,10 +10,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pos_agent.trace import write_text_atomic
 from pos_agent.trapbench.corpus import CORPUS_FILE
 from pos_agent.trapbench.detectors import Detector, all_detectors
 from pos_agent.trapbench.metrics import TRAP_KINDS, DetectorScore, LabelledRun, score_runs
-from pos_agent.trapbench.records import Trajectory, load_trajectories, write_atomic
+from pos_agent.trapbench.records import Trajectory, load_trajectories
 
 # The targets for `improved` on oracle beliefs.
 TARGET_RECALL = 0.97
@@ -257,9 +258,9 @@ def write_outputs(evaluation: Evaluation, folder: Path) -> dict[str, Path]:
         "csv": folder / "table.csv",
         "figure": folder / "table.png",
     }
-    write_atomic(
+    write_text_atomic(
         paths["markdown"], summary_line(evaluation) + "\n\n" + markdown_table(evaluation) + "\n"
     )
-    write_atomic(paths["csv"], csv_text(evaluation))
+    write_text_atomic(paths["csv"], csv_text(evaluation))
     write_figure(evaluation, paths["figure"])
     return paths

@@ -14,8 +14,6 @@ the corpus stays small while anyone can rebuild the full fact set of any step.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -129,21 +127,6 @@ class Manifest(BaseModel):
     textworld: str
     games: list[GameEntry] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def dump_trajectories(trajectories: Iterable[Trajectory]) -> str:

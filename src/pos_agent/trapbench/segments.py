@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from pos_agent.trapbench.records import SegmentKind
@@ -135,14 +136,20 @@ def _static(
     if not choices:
         return None
     command = rng.choice(sorted(choices))
-    commands = []
-    for _ in range(length):
+    commands = _play_while_offered(simulation, repeat(command, length))
+    return PlannedSegment("static", commands, f"repeat '{command}'")
+
+
+def _play_while_offered(simulation: Simulation, commands: Iterable[str]) -> tuple[str, ...]:
+    """The commands played in order, up to the first one the simulation does not offer."""
+    played: list[str] = []
+    for command in commands:
         action = simulation.moves().get(command)
         if action is None:
             break
         simulation.apply(action)
-        commands.append(command)
-    return PlannedSegment("static", tuple(commands), f"repeat '{command}'")
+        played.append(command)
+    return tuple(played)
 
 
 def room_graph(facts: frozenset[Any]) -> dict[str, dict[str, str]]:
@@ -241,15 +248,10 @@ def _toggle(simulation: Simulation, rng: random.Random, length: int) -> PlannedS
     first = rng.choice(containers)
     verb, _, thing = first.partition(" ")
     other = f"{'close' if verb == 'open' else 'open'} {thing}"
-    commands = []
-    for i in range(length):
-        command = first if i % 2 == 0 else other
-        action = simulation.moves().get(command)
-        if action is None:
-            break
-        simulation.apply(action)
-        commands.append(command)
-    return PlannedSegment("cycle", tuple(commands), f"toggle '{thing}'")
+    commands = _play_while_offered(
+        simulation, (first if i % 2 == 0 else other for i in range(length))
+    )
+    return PlannedSegment("cycle", commands, f"toggle '{thing}'")
 
 
 def _irrelevant(action: Any, relevant: frozenset[str]) -> bool:

@@ -11,7 +11,7 @@ Parameters and their per-benchmark defaults are in `settings`.
 """
 
 from pos_agent.agents.context.acon import AconContext, AconMemory, Compression
-from pos_agent.agents.context.calls import INTERNAL_ROLES, InternalCall, ModelCaller
+from pos_agent.agents.context.calls import InternalCall, ModelCaller
 from pos_agent.agents.context.embeddings import load_embedder, make_scorer
 from pos_agent.agents.context.hiagent import HiAgentContext, Retrieval, Subgoal, SubgoalMemory
 from pos_agent.agents.context.lookups import (
@@ -39,6 +39,7 @@ from pos_agent.agents.context.settings import (
 )
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.agents.context.turns import Turn
+from pos_agent.llm._types import INTERNAL_ROLES
 
 __all__ = [
     "INTERNAL_ROLES",

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from pos_agent.agents.context.acon import AconContext, AconMemory
-from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.hiagent import Subgoal, SubgoalMemory
 from pos_agent.agents.context.lookups import (
     GLIMPSE,
@@ -28,8 +27,6 @@ from pos_agent.agents.context.lookups import (
     retrieve_tool,
 )
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
-from pos_agent.agents.context.relevance import RelevanceScorer
-from pos_agent.agents.context.settings import AconSettings, HiAgentSettings, PaceSettings
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.agents.context.turns import Turn
 from pos_agent.events import (
@@ -140,9 +137,9 @@ class AconAdapter:
     asks_subgoal = False
     max_lookups = 0
 
-    def __init__(self, task: str, settings: AconSettings, caller: ModelCaller) -> None:
-        self.settings = settings
-        self.memory = AconMemory(task, settings, caller)
+    def __init__(self, memory: AconMemory) -> None:
+        self.memory = memory
+        self.settings = memory.settings
         self.context: AconContext | None = None
 
     def begin(self, step: int) -> list[Event]:
@@ -203,18 +200,10 @@ class PaceAdapter:
     note = PACE_NOTE
     asks_subgoal = False
 
-    def __init__(
-        self,
-        task: str,
-        settings: PaceSettings,
-        caller: ModelCaller,
-        scorer: RelevanceScorer,
-        *,
-        step_budget: int,
-    ) -> None:
-        self.settings = settings
-        self.memory = PaceMemory(task, settings, caller, scorer, step_budget=step_budget)
-        self.max_lookups = settings.max_glimpses_per_step
+    def __init__(self, memory: PaceMemory) -> None:
+        self.memory = memory
+        self.settings = memory.settings
+        self.max_lookups = memory.settings.max_glimpses_per_step
         self.context: PaceContext | None = None
         self.glimpsed: list[int] = []
         self.scorers: Counter[str] = Counter()
@@ -288,10 +277,10 @@ class HiAgentAdapter:
     note = HIAGENT_NOTE
     asks_subgoal = True
 
-    def __init__(self, task: str, settings: HiAgentSettings, caller: ModelCaller) -> None:
-        self.settings = settings
-        self.memory = SubgoalMemory(task, settings, caller)
-        self.max_lookups = settings.max_retrieves_per_step
+    def __init__(self, memory: SubgoalMemory) -> None:
+        self.memory = memory
+        self.settings = memory.settings
+        self.max_lookups = memory.settings.max_retrieves_per_step
 
     def begin(self, step: int) -> list[Event]:
         context = self.memory.context()

@@ -18,18 +18,6 @@ from pydantic import BaseModel
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import Completion, Message, Model, ModelFailure
 
-# The ledger roles of the baselines' internal calls (paper Table 2 splits cost by role).
-INTERNAL_ROLES: tuple[str, ...] = (
-    "compressor",
-    "summarizer",
-    "embedder",
-    "manager",
-    "executor",
-    "auditor",
-)
-# Failure kinds that mean the backbone is unreachable: the case is not scored (as for the policy).
-UNAVAILABLE = ("transport", "timeout")
-
 
 @dataclass(frozen=True)
 class InternalCall:
@@ -106,7 +94,7 @@ class ModelCaller:
             )
         except ModelFailure as failure:
             self.record(role, purpose, failure)
-            if failure.kind in UNAVAILABLE:
+            if failure.unavailable:
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
             if failure.kind == "config":
                 # A rejected key, an unknown model, a prompt the model cannot take: as for the

@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from pos_agent.agents.context.calls import UNAVAILABLE, ModelCaller
+from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import Completion, ModelFailure, Usage
 
@@ -176,7 +176,7 @@ class EmbeddingScorer:
         try:
             vectors = self._embed(texts)
         except ModelFailure as failure:
-            if failure.kind in UNAVAILABLE:
+            if failure.unavailable:
                 raise InfrastructureError(
                     f"the embedding endpoint is unavailable: {failure}"
                 ) from None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pos_agent.bench.report.load import MissingCase
+from pos_agent.llm._types import INTERNAL_ROLES, POS_ROLES
 from pos_agent.trace import CaseResult, is_scored
 
 # The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations.
@@ -36,17 +37,7 @@ METHOD_ORDER = (
 # The methods PoS is compared with in Figure 1 (left): Raw and the four context baselines.
 BASELINE_AGENTS = ("raw", "acon", "pace", "hiagent", "lh_harness")
 # PoS's roles, then the baselines' internal roles (Table 2 splits every method's cost by role).
-ROLE_ORDER = (
-    "policy",
-    "belief",
-    "sentinel",
-    "compressor",
-    "summarizer",
-    "embedder",
-    "manager",
-    "executor",
-    "auditor",
-)
+ROLE_ORDER = (*POS_ROLES, *INTERNAL_ROLES)
 PATTERNS = ("static", "cycle", "drift", "none")
 DEFAULT_CONTEXT_FIELD = "context_length"
 # These methods never run the health check, so their trapped-step count is zero by construction,

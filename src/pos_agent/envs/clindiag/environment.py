@@ -22,10 +22,8 @@ from pos_agent.envs.clindiag.tools import (
 )
 from pos_agent.envs.tools import (
     ToolCall,
-    ToolCallError,
     ToolEnvironment,
     ToolSpec,
-    parse_tool_calls,
 )
 from pos_agent.llm import Model
 
@@ -117,25 +115,21 @@ class ClinDiagEnvironment(ToolEnvironment):
             "Diagnose the patient: gather the history, examination and test results you need, "
             "then submit the final diagnosis with submit_diagnosis."
         )
-        names = ", ".join(t.name for t in CLINDIAG_TOOLS)
         text = (
             f"Clinical case {self.case.case_id}.\n"
             f"Patient presentation: {self.case.initial_information}\n\n"
             "You are the doctor. Each tool call asks one question or orders one test; you have "
             f"{self.max_steps} tool calls in all, the submission included.\n"
-            f"Tools: {names}.\n"
-            'Action format: {"tool": "<name>", "args": {...}}, e.g. '
-            '{"tool": "order_lab_test", "args": {"test": "complete blood count"}}.'
+        ) + self.tool_instructions(
+            '{"tool": "order_lab_test", "args": {"test": "complete blood count"}}'
         )
         return BackendResult(text=text, admissible_actions=None, extra=self._base_info())
 
     def _backend_step(self, action: str) -> BackendResult:
-        try:
-            (call,) = parse_tool_calls(action, CLINDIAG_TOOLS)
-        except ToolCallError as error:
-            invalid = self.invalid_result(str(error))
-            invalid.extra.update(self._base_info())
-            return self._pending(invalid)
+        calls = self.parse_turn(action)
+        if isinstance(calls, BackendResult):
+            return calls
+        (call,) = calls
         if call.tool == SUBMIT_TOOL:
             return self._submit(call)
         text, extra = self._answer(call)

@@ -21,7 +21,6 @@ from pos_agent.llm import Message, Model, ModelFailure
 
 # Issue 10 / paper's fixed LLM: a malformed verdict is retried up to twice before it counts.
 RETRIES = 2
-_UNAVAILABLE = ("transport", "timeout")
 AnswerT = TypeVar("AnswerT", bound=BaseModel)
 
 
@@ -60,7 +59,7 @@ def ask(
                 purpose=purpose,
             )
         except ModelFailure as failure:
-            if failure.kind in _UNAVAILABLE:
+            if failure.unavailable:
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
             if failure.kind == "config":
                 raise EnvError(

@@ -20,10 +20,8 @@ from pos_agent.envs.rca.telemetry import CaseTelemetry, ToolFailure, import_parq
 from pos_agent.envs.rca.tools import QUERY_TOOLS, QUERY_TOOLS_BY_NAME
 from pos_agent.envs.tools import (
     ToolCall,
-    ToolCallError,
     ToolEnvironment,
     ToolSpec,
-    parse_tool_calls,
 )
 
 # The paper allows 150 tool calls in 50 turns, and the environment offers up to 3 calls a turn.
@@ -117,19 +115,15 @@ class RcaEnvironment(ToolEnvironment):
             f"(fault types: {', '.join(self.fault_types)}). Budget: {self.max_steps} turns, "
             f"at most {self.max_tool_calls} tool calls; a turn is one call or a JSON list of up "
             f"to {CALLS_PER_TURN} calls.\n"
-            f"Tools: {', '.join(t.name for t in self._specs)}.\n"
-            'Action format: {"tool": "<name>", "args": {...}}, e.g. '
-            '{"tool": "query_metrics", "args": {"metric": "CpuUsageRate(%)"}}.'
+        ) + self.tool_instructions(
+            '{"tool": "query_metrics", "args": {"metric": "CpuUsageRate(%)"}}'
         )
         return BackendResult(text=text, admissible_actions=None, extra=self._base_info())
 
     def _backend_step(self, action: str) -> BackendResult:
-        try:
-            calls = parse_tool_calls(action, self._specs, max_calls=CALLS_PER_TURN)
-        except ToolCallError as error:
-            invalid = self.invalid_result(str(error))
-            invalid.extra.update(self._base_info())
-            return self._pending(invalid)
+        calls = self.parse_turn(action)
+        if isinstance(calls, BackendResult):
+            return calls
         turn = self._run_turn(calls)
         if turn.terminal is not None:
             return turn.terminal

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -28,21 +28,22 @@ BASELINE_LEAD = timedelta(minutes=3)
 # RCA100 layout stores it as text.
 SPAN_ERROR_STATUS = "2"
 SPAN_UNSET_STATUS = "0"
+# The trace columns a `Span` is read from, in the order of its fields.
+SPAN_COLUMNS = (
+    "spanId",
+    "parentSpanId",
+    "serviceName",
+    "spanName",
+    "startTime",
+    "duration",
+    "statusCode",
+    "statusMessage",
+)
 # The columns each table is read with.
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "metrics": ("entity_name", "metric", "value", "time"),
     "logs": ("_pod_name_", "_time_", "content"),
-    "traces": (
-        "traceId",
-        "spanId",
-        "parentSpanId",
-        "serviceName",
-        "spanName",
-        "startTime",
-        "duration",
-        "statusCode",
-        "statusMessage",
-    ),
+    "traces": ("traceId", *SPAN_COLUMNS),
     "alerts": ("time", "status", "severity", "data"),
 }
 _CLOCK_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
@@ -73,6 +74,10 @@ class Table:
 
     def col(self, name: str) -> list[Any]:
         return self.columns.get(name) or [None] * self.rows
+
+    def rows_of(self, *names: str) -> Iterator[tuple[Any, ...]]:
+        """The named columns read together, one tuple a row."""
+        return zip(*(self.col(name) for name in names), strict=True)
 
 
 def load_table(path: Path, wanted: Sequence[str]) -> Table:
@@ -250,16 +255,8 @@ class CaseTelemetry:
                 status=str(status),
                 message=str(message),
             )
-            for span_id, parent, service, name, start, duration, status, message in zip(
-                traces.col("spanId"),
-                traces.col("parentSpanId"),
-                traces.col("serviceName"),
-                traces.col("spanName"),
-                traces.col("startTime"),
-                traces.col("duration"),
-                traces.col("statusCode"),
-                traces.col("statusMessage"),
-                strict=True,
+            for span_id, parent, service, name, start, duration, status, message in traces.rows_of(
+                *SPAN_COLUMNS
             )
         ]
 

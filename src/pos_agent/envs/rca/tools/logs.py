@@ -32,9 +32,7 @@ def search_logs(
         members = data.members(data.resolve_entity(entity))
     needles = [p.strip().lower() for p in (pattern or "").split("|") if p.strip()]
     hits: list[tuple[int, str, str]] = []
-    for pod, time, content in zip(
-        logs.col("_pod_name_"), logs.col("_time_"), logs.col("content"), strict=True
-    ):
+    for pod, time, content in logs.rows_of("_pod_name_", "_time_", "content"):
         if members is not None and pod not in members:
             continue
         if not in_window(time, low, high):

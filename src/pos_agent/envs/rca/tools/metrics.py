@@ -50,13 +50,7 @@ def summaries(
     """A summary of every kept (entity, metric) series inside [low, high]."""
     metrics = data.table("metrics")
     series: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
-    for key, name, value, time in zip(
-        metrics.col("entity_name"),
-        metrics.col("metric"),
-        metrics.col("value"),
-        metrics.col("time"),
-        strict=True,
-    ):
+    for key, name, value, time in metrics.rows_of("entity_name", "metric", "value", "time"):
         if value is None or time is None or not keep(key, name):
             continue
         if not in_window(time, low, high) or (isinstance(value, float) and math.isnan(value)):
@@ -151,13 +145,7 @@ def _series(
     low, high = window
     points = sorted(
         (time, key, float(value))
-        for key, metric, value, time in zip(
-            metrics.col("entity_name"),
-            metrics.col("metric"),
-            metrics.col("value"),
-            metrics.col("time"),
-            strict=True,
-        )
+        for key, metric, value, time in metrics.rows_of("entity_name", "metric", "value", "time")
         if key in members
         and metric == name
         and value is not None

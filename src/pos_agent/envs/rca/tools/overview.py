@@ -161,13 +161,7 @@ def get_alerts(data: CaseTelemetry) -> str:
     if not alerts.rows:
         return "No alerts fired (the alert in task.json is the only signal)."
     lines = [f"{alerts.rows} alert row(s):"]
-    for time, status, severity, detail in zip(
-        alerts.col("time"),
-        alerts.col("status"),
-        alerts.col("severity"),
-        alerts.col("data"),
-        strict=True,
-    ):
+    for time, status, severity, detail in alerts.rows_of("time", "status", "severity", "data"):
         try:
             decoded = json.loads(detail) if isinstance(detail, str) else detail
             text = ", ".join(f"{k}={v}" for k, v in decoded.items())

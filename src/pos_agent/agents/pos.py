@@ -81,7 +81,7 @@ from pos_agent.health.recovery import (
     should_release,
 )
 from pos_agent.kinds import TaskKind
-from pos_agent.llm import TokenLedger
+from pos_agent.llm import Message, TokenLedger
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
@@ -229,15 +229,26 @@ class PosAgent:
 
     # -- belief initialization and update ------------------------------------------------------
 
-    def initialize(self, goal: str, observation: Observation) -> Belief:
-        patch = self.call(
+    def _belief_patch(
+        self, messages: Sequence[Message], *, step: int, purpose: str, initial: bool = False
+    ) -> BeliefPatch | None:
+        """One belief-model call answering with a patch (None: the call degraded)."""
+        return self.call(
             "belief",
             self.models.belief,
-            prompts.belief_init(goal, observation.text, diagnostic=self.diagnostic),
-            patch_schema(self.limits.belief.bounds, initial=True),
-            step=0,
+            messages,
+            patch_schema(self.limits.belief.bounds, initial=initial),
+            step=step,
             max_tokens=self.limits.belief.max_tokens,
+            purpose=purpose,
+        )
+
+    def initialize(self, goal: str, observation: Observation) -> Belief:
+        patch = self._belief_patch(
+            prompts.belief_init(goal, observation.text, diagnostic=self.diagnostic),
+            step=0,
             purpose="init",
+            initial=True,
         )
         ops = _ops(patch)
         outcome = apply_patch_detailed(Belief(goal=goal, step=0), ops)
@@ -264,15 +275,11 @@ class PosAgent:
     ) -> Update:
         """B_t+1 and u_t+1 for one transition."""
         base = turn.belief.at_step(step.step)
-        patch = self.call(
-            "belief",
-            self.models.belief,
+        patch = self._belief_patch(
             prompts.belief_update(
                 self._render(turn.belief, self.limits.belief), step, diagnostic=self.diagnostic
             ),
-            patch_schema(self.limits.belief.bounds),
             step=step.step,
-            max_tokens=self.limits.belief.max_tokens,
             purpose="update",
         )
         if patch is None:
@@ -332,9 +339,7 @@ class PosAgent:
         if not verdict.findings:
             self.call.emit(BeliefCommitEvent(step=step.step))
             return Update(candidate.belief, True, verdict.progress, verdict.failed)
-        revision = self.call(
-            "belief",
-            self.models.belief,
+        revision = self._belief_patch(
             prompts.belief_revision(
                 self._render(base, self.limits.belief),
                 step,
@@ -343,9 +348,7 @@ class PosAgent:
                 self.sentinel.evidence(verdict.findings, step),
                 diagnostic=self.diagnostic,
             ),
-            patch_schema(self.limits.belief.bounds),
             step=step.step,
-            max_tokens=self.limits.belief.max_tokens,
             purpose="revision",
         )
         if revision is None:
@@ -375,17 +378,13 @@ class PosAgent:
         )
         if not issues:
             return belief
-        fix = self.call(
-            "belief",
-            self.models.belief,
+        fix = self._belief_patch(
             prompts.global_revision(
                 self._render(belief, self.limits.belief),
                 [issue_text(i) for i in issues],
                 diagnostic=self.diagnostic,
             ),
-            patch_schema(self.limits.belief.bounds),
             step=step,
-            max_tokens=self.limits.belief.max_tokens,
             purpose="global_revision",
         )
         ops = _ops(fix)

@@ -130,7 +130,7 @@ def test_the_breaker_lets_a_call_through_after_the_cooldown_and_closes_on_succes
 
 def scripted_server(script: list[Any], **overrides: Any) -> ReliableModel:
     backend = ScriptedBackend(script)
-    backend.base_url = "http://scripted.invalid/v1"
+    backend.base_url = "http://127.0.0.1:9/v1"  # never contacted: the backend is scripted
     return ReliableModel(
         backend,
         spec="scripted",

@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 import pytest
@@ -37,6 +38,12 @@ def failure_of(server: FakeServer, reply: Canned, **options: Any) -> ModelFailur
     with pytest.raises(ModelFailure) as caught:
         model.complete(ASK, schema=Where)
     return caught.value
+
+
+def with_credentials(base_url: str, password: str, query: str = "") -> str:
+    """`base_url` (a loopback server) with user `admin` and `password` in its user info."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(netloc=f"admin:{password}@{parts.netloc}", query=query))
 
 
 def closed_port() -> int:
@@ -140,8 +147,7 @@ def test_a_key_echoed_in_a_successful_reply_is_redacted(server: FakeServer) -> N
 def test_base_url_credentials_stay_out_of_errors_reprs_and_caches(
     server: FakeServer, tmp_path: Path
 ) -> None:
-    host = server.base_url.removeprefix("http://")
-    with_password = f"http://admin:{PASSWORD}@{host}?api-key=query-secret-123"
+    with_password = with_credentials(server.base_url, PASSWORD, "api-key=query-secret-123")
     cache_path = tmp_path / "cache.sqlite"
     options = ModelOptions(base_url=with_password, cache_path=cache_path, cache_mode="readwrite")
     server.queue(chat('{"place": "sink"}'), error(400, f"bad url {with_password}"))
@@ -162,7 +168,7 @@ def test_base_url_credentials_stay_out_of_errors_reprs_and_caches(
 
 
 def test_dead_server_errors_do_not_show_the_url_password() -> None:
-    url = f"http://admin:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
+    url = with_credentials(f"http://127.0.0.1:{closed_port()}/v1", PASSWORD)
     model = load_model("openai:fake", ModelOptions(base_url=url, max_retries=0))
     with pytest.raises(ModelFailure) as caught:
         model.complete(ASK)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ def observed(call: Call) -> tuple[int, str]:
     return int(found.group(1)), found.group(2)
 
 
-def _ops(step: int, text: str) -> list[dict[str, Any]]:
+def observed_ops(step: int, text: str) -> list[dict[str, Any]]:
+    """What a careful belief model writes for the heat-mug observations (the active gap kept)."""
     ops: list[dict[str, Any]] = []
     arrived = re.search(r"You arrive at (.+?)\.", text)
     if arrived:
@@ -94,8 +96,19 @@ class GlobalAuditScript(Script):
         return super().__call__(request)
 
 
-def steady_heat_mug_script() -> Script:
-    """The PoS episode described in the module docstring."""
+def heat_mug_script(
+    *,
+    goal_gap: str,
+    update_ops: Callable[[int, str], list[dict[str, Any]]],
+    audit_problem: str,
+    kind: type[Script] = Script,
+) -> Script:
+    """Stuck examining a closed cabinet until the recovery constraint, then the gold path.
+
+    Along the way the sentinel's audit raises one supported issue (`audit_problem`) and the
+    belief model writes one unsupported quote (both fixed by a revision) and one
+    self-contradicting patch (rejected twice, so the belief is kept). `update_ops` is what the
+    belief model writes for an observation, `goal_gap` the first active gap."""
     position = -1  # index into PLAN once the recovery note was shown
 
     def policy(call: Call) -> str:
@@ -114,14 +127,14 @@ def steady_heat_mug_script() -> Script:
             {"op": "upsert_entity", "name": "mug 1", "type": "object"},
             {"op": "upsert_entity", "name": "microwave 1", "type": "appliance"},
             {"op": "upsert_entity", "name": "cabinet 1", "type": "receptacle"},
-            {"op": "add_gap", "kind": "achievement", "text": "heat the mug 1 and put it away",
+            {"op": "add_gap", "kind": "achievement", "text": goal_gap,
              "refs": ["mug 1", "microwave 1"], "activate": True},
             {"op": "add_gap", "kind": "epistemic", "text": "where is the mug 1?", "refs": ["mug 1"]},
         ]  # fmt: skip
 
     def update(call: Call) -> list[dict[str, Any]]:
         step, text = observed(call)
-        ops = _ops(step, text)
+        ops = update_ops(step, text)
         if "You heat the mug 1" in text:  # a quote the observation does not contain
             ops.append(
                 {"op": "upsert_state", "entity": "microwave 1", "attribute": "door",
@@ -138,7 +151,7 @@ def steady_heat_mug_script() -> Script:
         step, text = observed(call)
         if "You arrive at microwave 1" in text:
             return update(call)  # the same contradiction again: rejected
-        return _ops(step, text)
+        return update_ops(step, text)
 
     def progress(call: Call) -> int:
         recent = call.user.rsplit("Recent transitions:", 1)[-1].strip().splitlines()
@@ -150,16 +163,26 @@ def steady_heat_mug_script() -> Script:
     def issues(call: Call) -> list[dict[str, Any]]:
         nonlocal audited
         if not audited and "-> step 3: The cabinet 1 is closed" in call.user.splitlines()[-1]:
-            audited = True
+            audited = True  # the revision answers it, so the re-check finds nothing
             return [
-                {"records": ["s2"], "kind": "external", "problem": "nothing new was learned",
+                {"records": ["s2"], "kind": "external", "problem": audit_problem,
                  "evidence_step": 3, "quote": "The cabinet 1 is closed",
                  "fix": "keep the belief; try another action"}
             ]  # fmt: skip
         return []
 
-    return GlobalAuditScript(
+    return kind(
         policy=policy, init=init, update=update, revision=revision, progress=progress, issues=issues
+    )
+
+
+def steady_heat_mug_script() -> Script:
+    """The PoS episode described in the module docstring (recorded: change nothing here)."""
+    return heat_mug_script(
+        goal_gap="heat the mug 1 and put it away",
+        update_ops=observed_ops,
+        audit_problem="nothing new was learned",
+        kind=GlobalAuditScript,
     )
 
 

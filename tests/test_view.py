@@ -28,62 +28,18 @@ from pos_agent.bench.view import (
 from pos_agent.cli.app import app
 from pos_agent.events import ActionEvent, ContextCutEvent, ObservationEvent
 from pos_agent.trace import CaseResult, TraceWriter, read_events, read_result
+from replay_fixtures import heat_mug_script, observed, observed_ops
 
 REPO = Path(__file__).resolve().parents[1]
 
 # -- a scripted but realistic PoS episode on the real alfworld-mini heat-mug task ----------------
 
-PLAN = [
-    "go to countertop 2",
-    "take mug 1 from countertop 2",
-    "go to microwave 1",
-    "heat mug 1 with microwave 1",
-    "go to cabinet 1",
-    "open cabinet 1",
-    "move mug 1 to cabinet 1",
-]
-
-
-def _observation(call: Call) -> tuple[int, str]:
-    found = re.search(r"Observation at step (\d+):\n(.*?)\n\n", call.user, re.S)
-    assert found, call.user
-    return int(found.group(1)), found.group(2)
-
 
 def _update_ops(step: int, text: str) -> list[dict[str, Any]]:
-    """What a careful belief model would write for the heat-mug observations."""
-    ops: list[dict[str, Any]] = []
-    arrived = re.search(r"You arrive at (.+?)\.", text)
-    if arrived:
-        place = arrived.group(1)
-        ops += [
-            {"op": "upsert_entity", "name": place, "type": "receptacle"},
-            {"op": "upsert_state", "entity": "agent", "attribute": "location", "value": place,
-             "evidence": [step], "quote": f"You arrive at {place}"},
-        ]  # fmt: skip
-    door = re.search(r"The (\w+ \d+) is (open|closed)", text)
-    if door:
-        ops += [
-            {"op": "upsert_entity", "name": door.group(1), "type": "receptacle"},
-            {"op": "upsert_state", "entity": door.group(1), "attribute": "door", "value": door.group(2),
-             "evidence": [step], "quote": door.group(0)},
-        ]  # fmt: skip
-    if "you see a bread 1, and a mug 1" in text:
-        ops += [
-            {"op": "upsert_relation", "src": "mug 1", "type": "on", "dst": "countertop 2",
-             "evidence": [step], "quote": "you see a bread 1, and a mug 1"},
-            {"op": "resolve_gap", "id": "g2"},
-        ]  # fmt: skip
-    if "You pick up the mug 1" in text:
-        ops += [
-            {"op": "remove_relation", "src": "mug 1", "type": "on", "dst": "countertop 2"},
-            {"op": "upsert_state", "entity": "mug 1", "attribute": "location", "value": "held",
-             "evidence": [step], "quote": "You pick up the mug 1"},
-        ]  # fmt: skip
+    """The replayed episode's belief updates, plus a new active gap once the mug is hot."""
+    ops = observed_ops(step, text)
     if "You heat the mug 1" in text:
         ops += [
-            {"op": "upsert_state", "entity": "mug 1", "attribute": "temperature", "value": "hot",
-             "evidence": [step], "quote": "You heat the mug 1"},
             {"op": "resolve_gap", "id": "g1"},
             {"op": "add_gap", "kind": "achievement", "text": "put the hot mug 1 in cabinet 1",
              "refs": ["mug 1", "cabinet 1"], "activate": True},
@@ -96,87 +52,18 @@ def _update_ops(step: int, text: str) -> list[dict[str, Any]]:
     return ops
 
 
-def heat_mug_script() -> Script:
-    """Stuck examining a closed cabinet until the recovery constraint, then the gold path.
-
-    Along the way the sentinel's audit raises one supported issue and the belief model writes one
-    unsupported quote (both fixed by a revision) and one self-contradicting patch (rejected twice,
-    so the belief is kept)."""
-    plan_position = -1  # -1: not started
-
-    def policy(call: Call) -> str:
-        nonlocal plan_position
-        if plan_position < 0 and "RECOVERY" in call.user:
-            plan_position = 0
-        if plan_position >= 0:
-            action = PLAN[min(plan_position, len(PLAN) - 1)]
-            plan_position += 1
-            return action
-        return "examine cabinet 1" if "cabinet 1" in call.user else "go to cabinet 1"
-
-    def init(call: Call) -> list[dict[str, Any]]:
-        return [
-            {"op": "upsert_entity", "name": "agent", "type": "agent"},
-            {"op": "upsert_entity", "name": "mug 1", "type": "object"},
-            {"op": "upsert_entity", "name": "microwave 1", "type": "appliance"},
-            {"op": "upsert_entity", "name": "cabinet 1", "type": "receptacle"},
-            {"op": "add_gap", "kind": "achievement", "text": "heat the mug 1 with microwave 1",
-             "refs": ["mug 1", "microwave 1"], "activate": True},
-            {"op": "add_gap", "kind": "epistemic", "text": "where is the mug 1?", "refs": ["mug 1"]},
-        ]  # fmt: skip
-
-    def update(call: Call) -> list[dict[str, Any]]:
-        step, text = _observation(call)
-        ops = _update_ops(step, text)
-        if "You heat the mug 1" in text:  # a quote the observation does not contain
-            ops.append(
-                {"op": "upsert_state", "entity": "microwave 1", "attribute": "door",
-                 "value": "open", "evidence": [step], "quote": "The microwave 1 is open"}
-            )  # fmt: skip
-        if "You arrive at microwave 1" in text:  # two values for one slot
-            ops.append(
-                {"op": "upsert_state", "entity": "microwave 1", "attribute": "door",
-                 "value": "open", "evidence": [step], "quote": "microwave 1"}
-            )  # fmt: skip
-        return ops
-
-    def revision(call: Call) -> list[dict[str, Any]]:
-        step, text = _observation(call)
-        if "You arrive at microwave 1" in text:
-            return update(call)  # the same contradiction again: rejected
-        return _update_ops(step, text)
-
-    def progress(call: Call) -> int:
-        recent = call.user.rsplit("Recent transitions:", 1)[-1].strip().splitlines()
-        last = recent[-1] if recent else ""
-        return int(not any(word in last for word in ("examine cabinet 1", "go to cabinet 1 ->")))
-
-    audited = False
-
-    def issues(call: Call) -> list[dict[str, Any]]:
-        nonlocal audited
-        if not audited and "-> step 3: The cabinet 1 is closed" in call.user.splitlines()[-1]:
-            audited = True  # the revision answers it, so the re-check finds nothing
-            return [
-                {"records": ["s2"], "kind": "external", "problem": "the door state was already "
-                 "known; nothing new was learned", "evidence_step": 3, "quote": "The cabinet 1 is "
-                 "closed", "fix": "keep the belief; try another action"}
-            ]  # fmt: skip
-        return []
-
-    return Script(
-        policy=policy,
-        init=init,
-        update=update,
-        revision=revision,
-        progress=progress,
-        issues=issues,
+def view_heat_mug_script() -> Script:
+    """The heat-mug episode of the replay test, with a gap switch once the mug is hot."""
+    return heat_mug_script(
+        goal_gap="heat the mug 1 with microwave 1",
+        update_ops=_update_ops,
+        audit_problem="the door state was already known; nothing new was learned",
     )
 
 
 def run_heat_mug(out: Path, agent: str = "pos", max_steps: int = 20) -> Path:
     """A real `run_case` on alfworld-mini with the scripted models; returns the case folder."""
-    script = heat_mug_script()
+    script = view_heat_mug_script()
     spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent=agent, model="scripted",
                     max_steps=max_steps)  # fmt: skip
     case_dir = out / spec.case_id
@@ -262,7 +149,7 @@ def test_actions_are_shown_with_the_observation_they_led_to(heat_mug_case: Path)
 
 def test_no_consistency_commits_unaudited_and_the_view_replays_each_step(tmp_path: Path) -> None:
     def update(call: Call) -> list[dict[str, Any]]:
-        step, _ = _observation(call)
+        step, _ = observed(call)
         return [
             {"op": "upsert_entity", "name": f"place {step}"},
             {

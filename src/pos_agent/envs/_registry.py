@@ -7,7 +7,7 @@ Backends are imported only when an environment is made, so listing tasks and imp
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pos_agent.envs._types import EnvError, Environment, TaskSpec
 
@@ -232,9 +232,12 @@ def _make_clindiag(
     )
 
 
+Number = TypeVar("Number", int, float)
+
+
 def _number_option(
-    options: dict[str, Any], key: str, kind: type[int] | type[float], what: str
-) -> float | None:
+    options: dict[str, Any], key: str, kind: type[Number], what: str
+) -> Number | None:
     """`options[key]` as `kind`, None when absent; an `EnvError` naming the option otherwise."""
     value = options.get(key)
     if value is None:
@@ -250,8 +253,7 @@ def _make_rca(
 ) -> Environment:
     from pos_agent.envs.rca import RcaEnvironment
 
-    calls = _number_option(options, "max_tool_calls", int, "an integer")
-    max_tool_calls = int(calls) if calls is not None else None
+    max_tool_calls = _number_option(options, "max_tool_calls", int, "an integer")
     return RcaEnvironment(
         task,
         env_name=name,

@@ -7,8 +7,8 @@ import json
 import logging
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from pydantic import BaseModel, SecretStr

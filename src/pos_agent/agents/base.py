@@ -12,7 +12,6 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from pos_agent.agents.schemas import action_text
 from pos_agent.envs import Environment, InfrastructureError, Observation
 from pos_agent.events import (
     ActionEvent,
@@ -23,6 +22,7 @@ from pos_agent.events import (
     ObservationEvent,
 )
 from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
+from pos_agent.roles.schemas import action_text
 from pos_agent.trace import TraceWriter
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)

@@ -24,11 +24,11 @@ from pos_agent.agents.base import (
     observation_event,
 )
 from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import decision_schema
-from pos_agent.agents.settings import RoleLimits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ContextCutEvent
 from pos_agent.llm import Message, Model
+from pos_agent.roles.limits import RoleLimits
+from pos_agent.roles.schemas import decision_schema
 
 # Prompt tokens are estimated, not counted (the agent has no tokenizer): about three characters
 # a token errs on the side of cutting a little early. The margin covers the chat template.

@@ -21,11 +21,11 @@ from pos_agent.agents.baselines import BASELINES, build_baseline, resolve_settin
 from pos_agent.agents.expert import run_expert
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
-from pos_agent.agents.settings import TEMPERATURE, AgentLimits, paper_generation_tokens
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent
 from pos_agent.health.window import Diagnosis
 from pos_agent.llm import Model, ModelOptions, TokenLedger
+from pos_agent.roles.limits import TEMPERATURE, AgentLimits, paper_generation_tokens
 from pos_agent.trace import TraceWriter
 
 if TYPE_CHECKING:

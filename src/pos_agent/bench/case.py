@@ -28,7 +28,6 @@ from typing import Any
 from pos_agent.agents.base import Episode, StepCallback, StepInfo
 from pos_agent.agents.baselines import BASELINES
 from pos_agent.agents.pos import VARIANTS, PosConfig
-from pos_agent.agents.settings import ProfileName
 from pos_agent.bench.agent_factory import SpecError, build_agent
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.bench.identity import (
@@ -48,7 +47,6 @@ from pos_agent.events import (
     EpisodeStartEvent,
     Event,
 )
-from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import (
     Model,
     ModelFailure,
@@ -58,6 +56,8 @@ from pos_agent.llm import (
     wants_context_per_role,
 )
 from pos_agent.llm._types import POS_ROLES
+from pos_agent.recovery.constraint import RecoveryMode
+from pos_agent.roles.limits import ProfileName
 from pos_agent.trace import (
     CaseResult,
     RoleTokens,

@@ -37,12 +37,12 @@ from pydantic import BaseModel
 from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
-from pos_agent.agents.settings import role_limits
 from pos_agent.bench.suite import load_suite
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles.limits import role_limits
 
 CHECKPOINTS = (10, 25, 50, 100, 200)
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pos_agent.agents import prompts
 from pos_agent.agents.base import RoleCaller
 from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import (
+from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
+from pos_agent.events import SentinelEvent
+from pos_agent.llm import Model
+from pos_agent.roles.limits import AuditClips, RoleLimits
+from pos_agent.roles.schemas import (
     AuditIssue,
     audit_schema,
     global_audit_schema,
     progress_schema,
 )
-from pos_agent.agents.settings import AuditClips, RoleLimits
-from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
-from pos_agent.events import SentinelEvent
-from pos_agent.llm import Model
 from pos_agent.sentinel.rules import check_rules, normalize_quote
 
 

@@ -36,8 +36,6 @@ from pos_agent.agents.base import (
 )
 from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
 from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import BeliefPatch, decision_schema, patch_schema
-from pos_agent.agents.settings import AgentLimits, RoleLimits, paper_generation_tokens
 from pos_agent.belief import (
     Belief,
     Gap,
@@ -72,7 +70,9 @@ from pos_agent.health import (
     assess_window,
     diagnostic_progress,
 )
-from pos_agent.health.recovery import (
+from pos_agent.kinds import TaskKind
+from pos_agent.llm import Message, TokenLedger
+from pos_agent.recovery.constraint import (
     RecoveryConstraint,
     Transition,
     allowed_actions,
@@ -80,8 +80,8 @@ from pos_agent.health.recovery import (
     generic_recovery,
     should_release,
 )
-from pos_agent.kinds import TaskKind
-from pos_agent.llm import Message, TokenLedger
+from pos_agent.roles.limits import AgentLimits, RoleLimits, paper_generation_tokens
+from pos_agent.roles.schemas import BeliefPatch, decision_schema, patch_schema
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter

@@ -23,8 +23,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from pos_agent.agents.settings import SchemaBounds
 from pos_agent.kinds import GapKind
+from pos_agent.roles.limits import SchemaBounds
 
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Literal["observed", "inferred"]

@@ -472,7 +472,7 @@ def test_without_a_choice_the_next_gap_is_epistemic_first_in_diagnosis(tmp_path:
 def test_progress_is_judged_on_the_gap_active_before_the_step_even_when_resolved(
     tmp_path: Any,
 ) -> None:
-    from pos_agent.agents import prompts
+    from pos_agent.sentinel import prompts
 
     def update(call: Call) -> list[dict[str, Any]]:
         return [{"op": "resolve_gap", "id": "g1"}] if call.observed_step == 1 else []

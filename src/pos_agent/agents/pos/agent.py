@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from pos_agent.agents import prompts
 from pos_agent.agents.base import (
     Decision,
     Episode,
@@ -35,7 +34,8 @@ from pos_agent.agents.base import (
     observation_event,
 )
 from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
-from pos_agent.agents.prompts import Step
+from pos_agent.agents.pos import prompts
+from pos_agent.agents.pos.schemas import BeliefPatch, patch_schema
 from pos_agent.belief import (
     Belief,
     Gap,
@@ -74,14 +74,14 @@ from pos_agent.kinds import TaskKind
 from pos_agent.llm import Message, TokenLedger
 from pos_agent.recovery.constraint import (
     RecoveryConstraint,
-    Transition,
     allowed_actions,
     compose_recovery,
     generic_recovery,
     should_release,
 )
 from pos_agent.roles.limits import AgentLimits, RoleLimits, paper_generation_tokens
-from pos_agent.roles.schemas import BeliefPatch, decision_schema, patch_schema
+from pos_agent.roles.schemas import decision_schema
+from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
@@ -271,7 +271,7 @@ class PosAgent:
         return belief
 
     def update(
-        self, turn: Turn, step: Step, observation: Observation, health_cfg: HealthConfig
+        self, turn: Turn, step: Transition, observation: Observation, health_cfg: HealthConfig
     ) -> Update:
         """B_t+1 and u_t+1 for one transition."""
         base = turn.belief.at_step(step.step)
@@ -330,7 +330,7 @@ class PosAgent:
         base: Belief,
         ops: list[Any],
         candidate: PatchOutcome,
-        step: Step,
+        step: Transition,
         gap: Gap | None,
         judge: bool,
     ) -> Update:
@@ -419,7 +419,7 @@ class PosAgent:
             prompts.policy(
                 goal,
                 self._render(turn.belief, self.limits.policy),
-                Step(turn.t, last_action, observation.text),
+                Transition(turn.t, last_action, observation.text),
                 admissible,
                 shown,
                 observation.tools,
@@ -532,11 +532,11 @@ class PosAgent:
     def _preferred_gap(self) -> Literal["epistemic", "achievement"]:
         return "epistemic" if self.diagnostic else "achievement"
 
-    def _observe(self, t: int, observation: Observation, action: str | None = None) -> Step:
+    def _observe(self, t: int, observation: Observation, action: str | None = None) -> Transition:
         """Record observation t (and the step that led to it) and trace it."""
         self.transcript.observations[t] = observation.text
         self.call.emit(observation_event(t, observation))
-        step = Step(t, action or "", observation.text)
+        step = Transition(t, action or "", observation.text)
         if action is not None:
             self.transcript.steps.append(step)
         return step

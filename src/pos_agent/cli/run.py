@@ -143,7 +143,7 @@ def run(
         split=split,
         env_models=env_models,
         generation_tokens=generation_tokens,
-        profile=profile,  # type: ignore[arg-type]
+        profile=profile,
         bounds=bounds,
         context_window=context_window,
         embed_model=embed,

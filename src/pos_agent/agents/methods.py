@@ -37,6 +37,8 @@ class Method:
     """PoS: the health check and recovery (no_trapping: off)."""
     generic_recovery: bool = False
     """PoS: one generic "you seem stuck" line instead of the factorized constraint."""
+    uses_embeddings: bool = False
+    """Scores relevance with `--embed-model` (PACE)."""
 
     @property
     def health_checked(self) -> bool:
@@ -63,12 +65,16 @@ METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
         Method("raw", "raw", ("policy",)),
-        *(Method(name, "baseline", ("policy",)) for name in BASELINES),
+        *(
+            Method(name, "baseline", ("policy",), uses_embeddings=name == "pace")
+            for name in BASELINES
+        ),
         *(Method(name, "pos", POS_ROLES, **_POS_PARTS[name]) for name in VARIANTS),
         Method("expert", "expert", ()),
     )
 }
 METHOD_NAMES: tuple[str, ...] = tuple(METHODS)
+FULL_POS = "pos"  # the full method, the one the report compares with the baselines
 BASELINE_METHODS: tuple[str, ...] = tuple(m.name for m in METHODS.values() if m.kind == "baseline")
 POS_METHODS: tuple[str, ...] = tuple(m.name for m in METHODS.values() if m.is_pos)
 

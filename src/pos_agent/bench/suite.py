@@ -99,7 +99,7 @@ class Suite(BaseModel):
     profile: ProfileName | None = None
     """Model profile for every role; None: per model (compact for `local`, else standard)."""
     bounds: dict[str, int | None] = Field(default_factory=dict)
-    """Schema bounds overridden on top of the profile's (see agents/settings.py SchemaBounds)."""
+    """Schema bounds overridden on top of the profile's (see roles/limits.py SchemaBounds)."""
     context_window: int | None = Field(default=None, ge=512)
     """Tokens the raw baseline's prompt and answer must fit; None: a local model's n_ctx, and
     never cut for a server."""

@@ -40,17 +40,19 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class AgentRequest:
-    """What every builder gets: the case, its environment, the loaded models and the limits."""
+    """What every builder gets: the case, its loaded models, the limits and the records."""
 
     spec: CaseSpec
-    env: Environment
     models: dict[str, Model]
-    role_specs: dict[str, str]
+    """The loaded model of each role the method calls (`CaseSpec.models()` names them)."""
     limits: AgentLimits
+    """Budgets and schema bounds per role, for these models and this environment."""
     ledger: TokenLedger
     trace: TraceWriter
-    on_step: StepCallback | None
-    pos_config: PosConfig | None
+    """The case's trace, which the agent's role calls write to."""
+    on_step: StepCallback | None = None
+    pos_config: PosConfig | None = None
+    """PoS variants: the loop's settings the case starts from (None: the defaults)."""
 
 
 Built = tuple[Agent, dict[str, Any]]  # the agent and the settings recorded in trace and result
@@ -83,16 +85,15 @@ def build_agent(
         "temperature": TEMPERATURE,
         "profile_asked": spec.profile,
     }
-    request = AgentRequest(
-        spec, env, models, role_specs, limits, ledger, trace, on_step, pos_config
-    )
+    request = AgentRequest(spec, models, limits, ledger, trace, on_step, pos_config)
     agent, recorded = BUILDERS[method.kind](request)
     settings.update(recorded)
     return agent, settings
 
 
 def _build_raw(r: AgentRequest) -> Built:
-    window = r.spec.context_window or context_window_of(r.role_specs["policy"], r.models["policy"])
+    policy_spec = r.spec.models()["policy"]
+    window = r.spec.context_window or context_window_of(policy_spec, r.models["policy"])
     agent = RawAgent(
         r.models["policy"],
         ledger=r.ledger,

@@ -39,7 +39,7 @@ from pos_agent.agents.base import (
 )
 from pos_agent.agents.methods import METHODS
 from pos_agent.agents.pos import prompts
-from pos_agent.agents.pos.config import VARIANTS, PosConfig, RoleModels, Variant
+from pos_agent.agents.pos.config import PosConfig, RoleModels
 from pos_agent.agents.pos.schemas import BeliefPatch, patch_schema
 from pos_agent.belief import (
     Belief,
@@ -89,18 +89,6 @@ from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
-
-__all__ = [
-    "VARIANTS",
-    "EpisodeState",
-    "PosAgent",
-    "PosConfig",
-    "RoleModels",
-    "StepStart",
-    "Update",
-    "Validated",
-    "Variant",
-]
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,16 @@ class BackendResult:
 
 
 def normalize_action(action: object) -> str:
-    """Strip and collapse whitespace; anything that is not text becomes the empty action."""
+    """A text game's free-text command: whitespace stripped and collapsed; anything that is not
+    text becomes the empty action."""
     if not isinstance(action, str):
         return ""
     return " ".join(action.split())
+
+
+def is_empty_action(action: object) -> bool:
+    """Nothing to send: not text, or only whitespace."""
+    return not isinstance(action, str) or not action.strip()
 
 
 class BudgetedEnvironment(ABC):
@@ -45,6 +51,10 @@ class BudgetedEnvironment(ABC):
     name: str
     kind: TaskKind = "execution"
     max_score: ClassVar[float] = 1.0
+    free_text_actions: ClassVar[bool] = True
+    """Actions are a text game's commands, whitespace-normalised before the backend sees them.
+    Tool environments set False: an action is a tool call whose text reaches the backend
+    exactly as the agent sent it (arguments are data)."""
 
     def __init__(self, *, task_id: str, max_steps: int, category: str, split: str) -> None:
         if max_steps < 1:
@@ -68,7 +78,7 @@ class BudgetedEnvironment(ABC):
 
     @abstractmethod
     def _backend_step(self, action: str) -> BackendResult:
-        """Apply one non-empty, whitespace-normalized action."""
+        """Apply one non-empty action (whitespace-normalised when `free_text_actions`)."""
 
     @abstractmethod
     def _backend_restart(self) -> None:
@@ -102,8 +112,8 @@ class BudgetedEnvironment(ABC):
         if self._done:
             raise EnvError("The episode is over; call reset() to start a new one.")
         self._steps_used += 1
-        cleaned = normalize_action(action)
-        if not cleaned:
+        cleaned = normalize_action(action) if self.free_text_actions else action
+        if is_empty_action(cleaned):
             result = self.invalid_result(
                 "Empty action: send one of the admissible actions as plain text."
             )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment, normalize_action
+from pos_agent.envs._episode import BackendResult, BudgetedEnvironment, is_empty_action
 from pos_agent.envs._types import EnvError, Observation, TaskKind
 
 # Keys models use for the tool name and for its arguments, in the order they are tried.
@@ -273,11 +273,14 @@ def _coerce(
     if kind == "string":
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise ToolCallError(f"{where} must be a string, got {_clip(value)!r}.")
-        result = str(value).strip()
-        if required and not result:
+        # The value as sent (a program's indentation, a message's line breaks are data).
+        result = str(value)
+        if required and not result.strip():
             raise ToolCallError(f"{where} must not be empty.")
         if canonical is not None:
-            result = canonical(result)
+            result = canonical(result.strip())
+        elif schema.get("enum") is not None:
+            result = result.strip()  # one of a closed set of names, not free text
     elif kind == "integer":
         try:
             if isinstance(value, bool):
@@ -303,7 +306,7 @@ def _coerce(
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in items):
             raise ToolCallError(f"{where} must be a list of strings.")
-        result = [str(v).strip() for v in items if str(v).strip()]
+        result = [str(v) for v in items if str(v).strip()]
     else:
         result = value
     allowed = schema.get("enum")
@@ -347,6 +350,7 @@ class ToolEnvironment(BudgetedEnvironment):
 
     kind: TaskKind = "diagnosis"
     calls_per_turn: int = 1
+    free_text_actions = False
 
     @property
     def tool_specs(self) -> list[ToolSpec]:
@@ -362,7 +366,7 @@ class ToolEnvironment(BudgetedEnvironment):
     def step(self, action: str) -> Observation:
         # The base class explains an empty action in terms of admissible actions; route it to
         # the tool parser instead, whose message shows the JSON format.
-        return super().step(action if normalize_action(action) else EMPTY_ACTION)
+        return super().step(EMPTY_ACTION if is_empty_action(action) else action)
 
     def _observation(self, result: BackendResult, *, budget_exhausted: bool) -> Observation:
         observation = super()._observation(result, budget_exhausted=budget_exhausted)

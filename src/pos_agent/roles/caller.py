@@ -130,15 +130,17 @@ def validate_action(
 ) -> tuple[str | None, str | None]:
     """The action to send and, when it had to be changed, why.
 
-    Without an admissible list any non-empty text goes to the environment (which answers an
-    invalid action with an error observation). With a list, the proposed text must be one of
-    them; otherwise the nearest admissible action is used and the repair is reported.
+    Without an admissible list any non-empty text goes to the environment as it is (a tool
+    call is data: the whitespace inside its string arguments, a Python program's indentation,
+    is never touched; the environment answers an invalid action with an error observation).
+    With a list, the proposed text, whitespace collapsed, must be one of them; otherwise the
+    nearest admissible action is used and the repair is reported.
     """
-    text = " ".join((proposed or "").split())
-    if not text:
+    if not (proposed or "").strip():
         return None, "no action was proposed"
     if not admissible:
-        return text, None
+        return proposed, None
+    text = " ".join((proposed or "").split())
     if text in admissible:
         return text, None
     lowered = {a.lower(): a for a in admissible}

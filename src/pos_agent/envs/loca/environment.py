@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment, normalize_action
+from pos_agent.envs._episode import BackendResult, BudgetedEnvironment, is_empty_action
 from pos_agent.envs._types import EnvError, Observation, TaskKind
 from pos_agent.envs.loca.bridge_client import BridgeClient, BridgeFailure, BridgeUsageError
 from pos_agent.envs.loca.cases import ENV_NAME, LocaCase, find_case, length_tokens, locate_checkout
@@ -110,6 +110,7 @@ class LocaEnvironment(BudgetedEnvironment):
 
     name = ENV_NAME
     kind: TaskKind = "execution"
+    free_text_actions = False  # a tool call goes to the MCP server as the agent wrote it
 
     def __init__(
         self,
@@ -276,7 +277,7 @@ class LocaEnvironment(BudgetedEnvironment):
     def step(self, action: str) -> Observation:
         # The base class explains an empty action with admissible actions; a LOCA action is
         # a tool call, so the parser's message (with the JSON format) is the useful one.
-        return super().step(action if normalize_action(action) else "(empty action)")
+        return super().step("(empty action)" if is_empty_action(action) else action)
 
     def _observation(self, result: BackendResult, *, budget_exhausted: bool) -> Observation:
         observation = super()._observation(result, budget_exhausted=budget_exhausted)

@@ -1,0 +1,251 @@
+"""Tool calls reach the tools intact (issue 27): a tool call's text is data, never rewritten.
+
+Every method (Raw, the four baselines, PoS and its ablations) runs one short episode in each of
+the three tool environments with a scripted model whose policy answer is a call carrying a
+multi-line, indented Python program. The environments are the real classes: RCA and ClinDiag
+over ../shared/data, LOCA as `LocaEnvironment` with its MCP bridge replaced by an in-process
+fake (`FakeBridge`, which records the arguments the MCP server would receive and answers like
+LOCA's `python_execute`), since starting LOCA's servers per method would take minutes. The test
+asserts the argument that reached the tool equals the one the model wrote, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_fixtures import DESK_TOOLS, KitchenEnv, ToolDesk
+from pos_agent.agents.methods import METHODS
+from pos_agent.bench.agent_factory import build_agent
+from pos_agent.bench.spec import CaseSpec
+from pos_agent.envs import list_tasks
+from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
+from pos_agent.envs.clindiag.environment import ClinDiagEnvironment
+from pos_agent.envs.loca.environment import LocaEnvironment
+from pos_agent.envs.rca.environment import RcaEnvironment
+from pos_agent.envs.tools import ToolCall, parse_tool_calls
+from pos_agent.llm import ScriptedModel, TokenLedger
+from pos_agent.llm._structured import minimal_instance
+from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles import validate_action
+from pos_agent.trace import TraceWriter
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PROGRAM = (
+    "import json\n"
+    "rows = json.load(open('data.json'))\n"
+    "for row in rows:\n"
+    "    if row['stock'] < row['threshold']:\n"
+    "        print(row['name'],   row['stock'])\n"
+    "\telse:\n"
+    "  \t      pass\n"
+)
+MODEL_METHODS = [name for name, m in METHODS.items() if m.kind != "expert"]
+
+# -- LOCA without its MCP servers -----------------------------------------------------------------
+
+PYTHON_EXECUTE = {
+    "name": "python_execute",
+    "description": "[python_execute] Execute Python code under the agent workspace.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python code to execute"},
+            "filename": {"type": "string", "description": "Filename for the Python file"},
+            "timeout": {"type": "integer", "description": "Seconds", "default": 30},
+        },
+        "required": ["code"],
+    },
+}
+CLAIM_DONE = {
+    "name": "claim_done_claim_done",
+    "description": "[claim_done] Claim the task is done.",
+    "parameters": {"type": "object", "properties": {}},
+}
+
+
+class FakeBridge:
+    """Stands in for LOCA's bridge process: records every call's arguments as the MCP server
+    would receive them (after the JSON round trip the real bridge makes)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if message["op"] == "call":
+            args = json.loads(json.dumps(message["args"]))
+            self.calls.append((str(message["tool"]), args))
+            return {"text": "=== STDOUT ===\n", "known": True, "is_error": False, "seconds": 0.0}
+        if message["op"] == "evaluate":
+            return {"reward": 0.0, "info": {}, "observation": ""}
+        raise AssertionError(f"unexpected bridge request {message['op']!r}")
+
+    def close(self) -> None:
+        pass
+
+
+class BridgeFreeLoca(LocaEnvironment):
+    """A real `LocaEnvironment` whose bridge is a `FakeBridge` and whose tools are given."""
+
+    def __init__(self, tools: list[dict[str, Any]], *, max_steps: int = 3) -> None:
+        BudgetedEnvironment.__init__(
+            self, task_id="FakeTask-8k", max_steps=max_steps, category="fake", split="8k"
+        )
+        self.tools = sorted(tools, key=lambda t: str(t["name"]))
+        self.tool_names = {str(t["name"]) for t in tools}
+        self.setup_info = {}
+        self.fake = FakeBridge()
+        self._bridge = None
+
+    def _backend_reset(self) -> BackendResult:
+        self._bridge = self.fake  # type: ignore[assignment]
+        self.goal = "Report the products below their stock threshold."
+        return BackendResult(text=self.goal, admissible_actions=None)
+
+    def _backend_close(self) -> None:
+        self._bridge = None
+
+    def received(self, tool: str) -> list[dict[str, Any]]:
+        return [args for name, args in self.fake.calls if name == tool]
+
+
+# -- RCA and ClinDiag, recording what reaches their tools -----------------------------------------
+
+
+class RecordingRca(RcaEnvironment):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[ToolCall] = []
+
+    def _run_turn(self, calls: list[ToolCall]) -> Any:
+        self.seen.extend(calls)
+        return super()._run_turn(calls)
+
+
+class RecordingClinDiag(ClinDiagEnvironment):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[ToolCall] = []
+
+    def _answer(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
+        self.seen.append(call)
+        return super()._answer(call)
+
+
+def _data(name: str) -> Path:
+    path = SHARED_DATA / name
+    if not path.is_dir():
+        pytest.fail(f"{path} is missing: this test needs ../shared/data/{name}")
+    return path
+
+
+def _rca() -> RecordingRca:
+    folder = _data("rca-nezha")
+    task = list_tasks("rca-nezha", None, data_dir=str(folder))[0].task_id
+    return RecordingRca(task, max_steps=3, data_dir=str(folder))
+
+
+def _clindiag() -> RecordingClinDiag:
+    folder = _data("clindiag")
+    options = {"data_dir": str(folder), "provider": "retrieval", "judge": "matcher"}
+    task = list_tasks("clindiag", None, **options)[0].task_id
+    return RecordingClinDiag(task, max_steps=3, **options)
+
+
+ENVIRONMENTS = {
+    "loca": lambda: BridgeFreeLoca([PYTHON_EXECUTE, CLAIM_DONE]),
+    "rca": _rca,
+    "clindiag": _clindiag,
+}
+# The tool the policy calls in each environment and its free-text argument.
+CALLS = {
+    "loca": ("python_execute", "code"),
+    "rca": ("search_logs", "pattern"),
+    "clindiag": ("ask_history", "question"),
+}
+
+
+def _received(env_name: str, env: Any, tool: str, argument: str) -> list[Any]:
+    if env_name == "loca":
+        return [args.get(argument) for args in env.received(tool)]
+    return [call.args.get(argument) for call in env.seen if call.tool == tool]
+
+
+def _responder(tool: str, argument: str) -> Any:
+    """The policy (and LongHorizon's executor) calls `tool` with the program; every other call
+    gets the smallest valid answer of its schema."""
+
+    def answer(request: GenerationRequest) -> str:
+        schema = request.schema or {}
+        properties = schema.get("properties", {})
+        if "call" in properties or "calls" in properties:
+            call = {"tool": tool, "args": {argument: PROGRAM}}
+            decision: dict[str, Any] = {
+                k: minimal_instance({**schema, "properties": {k: v}, "required": [k]}).get(k)
+                for k, v in properties.items()
+                if k not in ("call", "calls")
+            }
+            decision["calls" if "calls" in properties else "call"] = (
+                [call] if "calls" in properties else call
+            )
+            return json.dumps(decision)
+        if request.role == "manager":  # LongHorizon's manager routes the round to the executor
+            return "Next: work\nSubtask: run the program\nAcceptance criteria: it ran"
+        return "ok" if not schema else json.dumps(minimal_instance(schema))
+
+    return answer
+
+
+@pytest.fixture(params=sorted(ENVIRONMENTS))
+def env_name(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield str(request.param)
+
+
+@pytest.mark.parametrize("method", MODEL_METHODS)
+def test_a_multiline_program_reaches_the_tool_byte_for_byte(
+    method: str, env_name: str, tmp_path: Path
+) -> None:
+    env = ENVIRONMENTS[env_name]()
+    tool, argument = CALLS[env_name]
+    model = ScriptedModel(_responder(tool, argument), spec="openai:scripted")
+    spec = CaseSpec(env=env.name, task=env.task_id, agent=method, model="openai:scripted")
+    with env, TraceWriter(tmp_path) as trace:
+        agent, _ = build_agent(
+            spec, env, lambda name, role: model, TokenLedger(), trace, None, None
+        )
+        agent.run(env)
+        received = _received(env_name, env, tool, argument)
+    assert received, f"{method} never called {tool} in {env_name}"
+    assert all(value == PROGRAM for value in received), received[0]
+
+
+def test_only_a_text_games_free_text_is_normalised() -> None:
+    game = KitchenEnv()
+    game.reset()
+    assert not game.step("  open   microwave\n1 ").info["invalid_action"]
+    desk = ToolDesk(max_calls=1)
+    desk.reset()
+    call = json.dumps(
+        {
+            "tool": "submit",
+            "args": {
+                "service": " payment",
+                "fault": "network",
+                "note": "line one\n    indented  twice",
+            },
+        }
+    )
+    desk.step(call)
+    assert desk.received == [call]
+    (parsed,) = parse_tool_calls(call, DESK_TOOLS)
+    assert parsed.args == {
+        "service": "payment",
+        "fault": "network",
+        "note": "line one\n    indented  twice",
+    }
+    assert validate_action("  look  \n", None) == ("  look  \n", None)
+    assert validate_action(" open  microwave 1", ["open microwave 1"]) == ("open microwave 1", None)

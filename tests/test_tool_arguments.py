@@ -12,6 +12,7 @@ asserts the argument that reached the tool equals the one the model wrote, byte 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ from pos_agent.llm import ScriptedModel, TokenLedger
 from pos_agent.llm._structured import minimal_instance
 from pos_agent.llm.backend import GenerationRequest
 from pos_agent.roles import validate_action
+from pos_agent.roles.limits import SchemaBounds
+from pos_agent.roles.prompts import tools_block
+from pos_agent.roles.schemas import action_text, decision_schema
 from pos_agent.trace import TraceWriter
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -249,3 +253,199 @@ def test_only_a_text_games_free_text_is_normalised() -> None:
     }
     assert validate_action("  look  \n", None) == ("  look  \n", None)
     assert validate_action(" open  microwave 1", ["open microwave 1"]) == ("open microwave 1", None)
+
+
+# -- nested schemas: what the policy reads is enough to call the tool -----------------------------
+
+
+def _text(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def _choice(description: str, *values: str) -> dict[str, Any]:
+    return {"type": "string", "description": description, "enum": list(values)}
+
+
+# WooCommerce's `woo_products_create` as LOCA's woocommerce server declares it.
+WOO_PRODUCTS_CREATE = {
+    "name": "woocommerce_woo_products_create",
+    "description": "[woocommerce] Create a new product",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "productData": {
+                "type": "object",
+                "description": "Product data",
+                "properties": {
+                    "name": _text("Product name"),
+                    "type": _choice("Product type", "simple", "grouped", "external", "variable"),
+                    "status": _choice("Product status", "publish", "draft", "private", "pending"),
+                    "featured": {"type": "boolean", "description": "Featured product"},
+                    "regular_price": _text("Regular price"),
+                    "stock_quantity": {"type": "integer", "description": "Stock quantity"},
+                    "categories": {
+                        "type": "array",
+                        "description": "Product categories",
+                        "items": {
+                            "type": "object",
+                            "properties": {"id": {"type": "integer", "description": "Category ID"}},
+                        },
+                    },
+                    "images": {
+                        "type": "array",
+                        "description": "Product images",
+                        "items": {
+                            "type": "object",
+                            "properties": {"src": _text("Image URL"), "alt": _text("Alt text")},
+                        },
+                    },
+                },
+            }
+        },
+        "required": ["productData"],
+    },
+}
+_ARGUMENT_LINE = re.compile(r"^(?P<indent> *)(?P<name>\w+) \((?P<facts>[^)]*)\)")
+
+
+def _read_tool(prompt: str, tool: str) -> list[tuple[int, str, str]]:
+    """(depth, name, facts) of every argument line the prompt shows under `tool`."""
+    lines = prompt.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"- {tool}:"))
+    shown = []
+    for line in lines[start + 1 :]:
+        match = _ARGUMENT_LINE.match(line)
+        if match is None or not match["indent"]:
+            break
+        shown.append((len(match["indent"]) // 4, match["name"], match["facts"]))
+    return shown
+
+
+def _value(facts: str, children: dict[str, Any]) -> Any:
+    kind, *rest = [f.strip() for f in facts.split(";")]
+    allowed = next((f.removeprefix("one of: ") for f in rest if f.startswith("one of: ")), None)
+    if allowed:
+        return allowed.split(", ")[0]
+    scalar = {"string": "Blue mug", "integer": 7, "number": 1.5, "boolean": True}
+    if kind in scalar:
+        return scalar[kind]
+    if kind == "object":
+        return children
+    if kind.startswith("array of "):
+        item = kind.removeprefix("array of ")
+        return [children] if item == "object" else [scalar.get(item, "x")]
+    return None
+
+
+def _arguments(shown: list[tuple[int, str, str]], depth: int = 1) -> dict[str, Any]:
+    """Arguments for every field shown, built from the shown types alone."""
+    args: dict[str, Any] = {}
+    for index, (level, name, facts) in enumerate(shown):
+        if level != depth:
+            continue
+        below = []
+        for entry in shown[index + 1 :]:
+            if entry[0] <= depth:
+                break
+            below.append(entry)
+        args[name] = _value(facts, _arguments(below, depth + 1))
+    return args
+
+
+def _conforms(value: Any, schema: dict[str, Any]) -> bool:
+    """The JSON-schema subset the tool uses: types, enums, required and declared keys."""
+    kind = schema.get("type")
+    if "enum" in schema and value not in schema["enum"]:
+        return False
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return (
+            isinstance(value, dict)
+            and set(schema.get("required", [])) <= set(value)
+            and set(value) <= set(properties)
+            and all(_conforms(v, properties[k]) for k, v in value.items())
+        )
+    if kind == "array":
+        return isinstance(value, list) and all(_conforms(v, schema["items"]) for v in value)
+    python = {"string": str, "integer": int, "boolean": bool, "number": float}[str(kind)]
+    return isinstance(value, python) and (kind == "boolean" or not isinstance(value, bool))
+
+
+@pytest.mark.parametrize("method", MODEL_METHODS)
+def test_a_nested_loca_tool_is_called_correctly_from_what_the_policy_reads(
+    method: str, tmp_path: Path
+) -> None:
+    tool = str(WOO_PRODUCTS_CREATE["name"])
+    schemas: list[dict[str, Any]] = []
+
+    def answer(request: GenerationRequest) -> str:
+        schema = request.schema or {}
+        prompt = "\n".join(m.content for m in request.messages)
+        if "call" in schema.get("properties", {}) and f"- {tool}:" in prompt:
+            schemas.append(schema)
+            call = {"tool": tool, "args": _arguments(_read_tool(prompt, tool))}
+            return json.dumps({**minimal_instance(schema), "call": call})
+        if request.role == "manager":
+            return "Next: work\nSubtask: create the product\nAcceptance criteria: it exists"
+        return "ok" if not schema else json.dumps(minimal_instance(schema))
+
+    env = BridgeFreeLoca([WOO_PRODUCTS_CREATE, PYTHON_EXECUTE, CLAIM_DONE], max_steps=2)
+    model = ScriptedModel(answer, spec="openai:scripted")
+    spec = CaseSpec(env=env.name, task=env.task_id, agent=method, model="openai:scripted")
+    with env, TraceWriter(tmp_path) as trace:
+        agent, _ = build_agent(
+            spec, env, lambda name, role: model, TokenLedger(), trace, None, None
+        )
+        agent.run(env)
+    received = env.received(tool)
+    assert received, f"{method} never called {tool}"
+    product = received[0]["productData"]
+    nested = WOO_PRODUCTS_CREATE["parameters"]["properties"]["productData"]  # type: ignore[index]
+    assert set(product) == set(nested["properties"]), "every field was shown"
+    assert product["categories"] == [{"id": 7}] and product["type"] == "simple"
+    assert _conforms(received[0], WOO_PRODUCTS_CREATE["parameters"])  # type: ignore[arg-type]
+    # The structured-output schema holds the same nested fields.
+    shown = json.dumps(schemas[0])
+    assert all(f'"{k}"' in shown for k in nested["properties"])
+    assert '"enum": ["publish", "draft", "private", "pending"]' in shown
+
+
+def test_refs_nullable_arguments_and_defaults_reach_schema_and_tool_list() -> None:
+    # How FastMCP writes a pydantic argument: a $ref into $defs, Optional as anyOf with null.
+    tool = {
+        "name": "sheet_write",
+        "description": "Write rows.",
+        "parameters": {
+            "type": "object",
+            "$defs": {
+                "Row": {
+                    "type": "object",
+                    "properties": {"cells": {"type": "array", "items": {"type": "string"}}},
+                    "required": ["cells"],
+                }
+            },
+            "properties": {
+                "rows": {"type": "array", "items": {"$ref": "#/$defs/Row"}},
+                "sheet": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": "Sheet1"},
+            },
+            "required": ["rows"],
+        },
+    }
+    text = tools_block([tool])
+    assert "rows (array of object; required)" in text
+    assert "        cells (array of string; required)" in text
+    assert 'sheet (string; optional; default "Sheet1")' in text
+    schema = decision_schema(None, [tool], SchemaBounds()).model_json_schema()
+    flat = json.dumps(schema)
+    assert (
+        '"default": "Sheet1"' in flat
+        and '"cells"' in flat
+        and 'anyOf": [{"type": "string"}' not in flat
+    )
+    answer = decision_schema(None, [tool], SchemaBounds()).model_validate(
+        {"thought": "", "call": {"tool": "sheet_write", "args": {"rows": [{"cells": ["a  b"]}]}}}
+    )
+    assert json.loads(action_text(answer) or "") == {
+        "tool": "sheet_write",
+        "args": {"rows": [{"cells": ["a  b"]}]},
+    }

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pos_agent.roles.schemas import plain_schema
 
 ACTION_LIST_LIMIT = 60  # admissible actions listed in a prompt (the schema's enum has them all)
 
@@ -17,7 +20,9 @@ def clip(text: str, limit: int | None) -> str:
 
 
 def tools_block(tools: Sequence[dict[str, Any]], max_calls: int = 1) -> str:
-    """The tools with every argument: type, required or optional, allowed values, description."""
+    """The tools with their whole argument schemas: every argument's type, required or
+    optional, allowed values, bounds, default and description, and the fields of nested
+    objects (and of arrays of objects) indented under their argument."""
     how = (
         f'Answer with "calls": a list of 1 to {max_calls} tool calls for this turn.'
         if max_calls > 1
@@ -25,20 +30,42 @@ def tools_block(tools: Sequence[dict[str, Any]], max_calls: int = 1) -> str:
     )
     lines = [f"Tools ({how}):"]
     for tool in tools:
-        parameters = tool.get("parameters") or {}
-        required = set(parameters.get("required") or [])
         lines.append(f"- {tool.get('name')}: {str(tool.get('description', '')).strip()}")
-        for name, spec in (parameters.get("properties") or {}).items():
-            spec = spec if isinstance(spec, dict) else {}
-            facts = [str(spec.get("type", "any")), "required" if name in required else "optional"]
-            if spec.get("enum"):
-                facts.append("one of: " + ", ".join(map(str, spec["enum"])))
-            for bound, word in (("minimum", "min"), ("maximum", "max")):
-                if spec.get(bound) is not None:
-                    facts.append(f"{word} {spec[bound]}")
-            about = str(spec.get("description", "")).strip()
-            lines.append(f"    {name} ({'; '.join(facts)})" + (f": {about}" if about else ""))
+        lines.extend(_argument_lines(plain_schema(tool.get("parameters") or {}), 1))
     return "\n".join(lines)
+
+
+def _argument_lines(schema: Mapping[str, Any], level: int) -> list[str]:
+    """One line per property of an object schema, its nested fields below it."""
+    required = set(schema.get("required") or [])
+    lines: list[str] = []
+    for name, spec in (schema.get("properties") or {}).items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        kind = str(spec.get("type", "any"))
+        items = spec.get("items") if isinstance(spec.get("items"), Mapping) else None
+        if kind == "array" and items is not None:
+            kind = f"array of {items.get('type', 'any')}"
+        facts = [kind, "required" if name in required else "optional"]
+        allowed = spec.get("enum") or (items or {}).get("enum")
+        if allowed:
+            facts.append("one of: " + ", ".join(map(str, allowed)))
+        for bound, word in (
+            ("minimum", "min"),
+            ("maximum", "max"),
+            ("minItems", "at least"),
+            ("maxItems", "at most"),
+        ):
+            if spec.get(bound) is not None:
+                facts.append(f"{word} {spec[bound]}")
+        if "default" in spec and spec["default"] is not None:
+            facts.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+        about = str(spec.get("description", "")).strip()
+        indent = "    " * level
+        lines.append(f"{indent}{name} ({'; '.join(facts)})" + (f": {about}" if about else ""))
+        nested = items if items is not None and items.get("properties") else spec
+        if isinstance(nested.get("properties"), Mapping):
+            lines.extend(_argument_lines(nested, level + 1))
+    return lines
 
 
 def actions_block(

@@ -86,12 +86,49 @@ def _camel(name: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words) or "Tool"
 
 
-def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds) -> Any:
-    """A Python type for one JSON-schema property of a tool (the subset tools use)."""
+def plain_schema(parameters: Mapping[str, Any], *, depth: int = 12) -> dict[str, Any]:
+    """A tool's argument schema with its `$ref`s inlined (from its `$defs`) and a nullable
+    `anyOf` (`[T, {"type": "null"}]`, how MCP servers write an optional argument) reduced to T:
+    what both the decision schema and the tool list read. Deeper than `depth` levels, an object
+    is left free-form."""
+    definitions = dict(parameters.get("$defs") or parameters.get("definitions") or {})
+
+    def resolve(node: Any, level: int) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        node = {k: v for k, v in node.items() if k not in ("$defs", "definitions")}
+        reference = node.pop("$ref", None)
+        if isinstance(reference, str):
+            target = definitions.get(reference.rsplit("/", 1)[-1])
+            if level >= depth or not isinstance(target, Mapping):
+                return {**node, "type": "object"}
+            return resolve({**target, **node}, level + 1)
+        options = node.get("anyOf")
+        if isinstance(options, list):
+            kept = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+            if len(kept) == 1 and isinstance(kept[0], Mapping):
+                rest = {k: v for k, v in node.items() if k != "anyOf"}
+                return resolve({**kept[0], **rest}, level + 1)
+        if isinstance(node.get("properties"), Mapping):
+            node["properties"] = {k: resolve(v, level + 1) for k, v in node["properties"].items()}
+        if isinstance(node.get("items"), Mapping):
+            node["items"] = resolve(node["items"], level + 1)
+        return node
+
+    resolved = resolve(parameters, 0)
+    return resolved if isinstance(resolved, dict) else {}
+
+
+def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds, where: str = "") -> Any:
+    """A Python type for one JSON-schema property of a tool, nested objects and arrays of them
+    included (a model per object with properties; a free-form object is a dict)."""
     allowed = spec.get("enum")
     if isinstance(allowed, list) and allowed:
         return literal_of(tuple(allowed))
     kind = spec.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: the one non-null type
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
     if kind == "string":
         return bounded_str(bounds.tool_arg_chars)
     if kind == "integer":
@@ -102,44 +139,64 @@ def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds) -> Any:
         return bool
     if kind == "array":
         items = spec.get("items")
-        item = _argument_type(items, bounds) if isinstance(items, Mapping) else str
+        item = _argument_type(items, bounds, f"{where}Item") if isinstance(items, Mapping) else Any
         return bounded_list(item, spec.get("maxItems"), at_least=int(spec.get("minItems") or 0))
+    if kind == "object" or "properties" in spec:
+        if isinstance(spec.get("properties"), Mapping) and spec["properties"]:
+            return _object_model(spec, bounds, where or "Object")
+        return dict[str, Any]
     return Any
 
 
 _NOT_IN_SCHEMA: Any = SkipJsonSchema.__class_getitem__(None)  # None accepted, not offered
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
+def _schema_extra(default: Any) -> Any:
+    """The `json_schema_extra` of an optional field: the tool's own default, else none (a
+    None default is how an omitted argument is represented, not a value to offer)."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        schema.pop("default", None)
+        if default is not None:
+            schema["default"] = default
+
+    return extra
 
 
-def _arguments_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel]:
-    """The arguments of one tool as a model: the tool's own names (aliases), types, enums and
-    required fields, nothing else."""
-    parameters = tool.get("parameters") or {}
+def _object_model(
+    parameters: Mapping[str, Any], bounds: SchemaBounds, name: str
+) -> type[BaseModel]:
+    """An object schema as a model: its own names (aliases), types, enums, defaults and
+    required fields, and no other keys (what grammars and strict servers need)."""
     properties = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
     fields: dict[str, Any] = {}
-    for index, (name, spec) in enumerate(properties.items()):
+    for index, (key, spec) in enumerate(properties.items()):
         spec = spec if isinstance(spec, Mapping) else {}
-        kind = _argument_type(spec, bounds)
-        described = {"alias": name, "description": spec.get("description")}
-        if name in required:
+        kind = _argument_type(spec, bounds, f"{name}{_camel(str(key))}")
+        described = {"alias": key, "description": spec.get("description")}
+        if key in required:
             fields[f"arg{index}"] = (kind, Field(**described))
         else:
             # Optional arguments may be left out; null is not offered (the schema stays a plain
             # type, which grammars and strict servers handle best).
             fields[f"arg{index}"] = (
                 kind | _NOT_IN_SCHEMA,
-                Field(default=None, json_schema_extra=_no_default, **described),
+                Field(
+                    default=None, json_schema_extra=_schema_extra(spec.get("default")), **described
+                ),
             )
     model: type[BaseModel] = create_model(
-        f"{_camel(str(tool.get('name', '')))}Args",
-        __config__=ConfigDict(extra="forbid", populate_by_name=True),
-        **fields,
+        name, __config__=ConfigDict(extra="forbid", populate_by_name=True), **fields
     )
     return model
+
+
+def _arguments_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel]:
+    """The arguments of one tool as a model: the tool's whole schema, nested objects, arrays,
+    enums, defaults and required fields included, nothing else."""
+    name = f"{_camel(str(tool.get('name', '')))}Args"
+    return _object_model(plain_schema(tool.get("parameters") or {}), bounds, name)
 
 
 def _call_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel]:

@@ -113,6 +113,10 @@ class BridgeFreeLoca(LocaEnvironment):
     def _backend_close(self) -> None:
         self._bridge = None
 
+    @property
+    def case_extra(self) -> dict[str, Any]:
+        return {}
+
     def received(self, tool: str) -> list[dict[str, Any]]:
         return [args for name, args in self.fake.calls if name == tool]
 
@@ -449,3 +453,31 @@ def test_refs_nullable_arguments_and_defaults_reach_schema_and_tool_list() -> No
         "tool": "sheet_write",
         "args": {"rows": [{"cells": ["a  b"]}]},
     }
+
+
+@pytest.mark.parametrize("method", MODEL_METHODS)
+def test_the_instruction_is_shown_once(method: str, tmp_path: Path) -> None:
+    """LOCA's first observation is the task instruction itself: no prompt repeats it."""
+    prompts: list[str] = []
+
+    def answer(request: GenerationRequest) -> str:
+        prompts.append("\n".join(m.content for m in request.messages))
+        if request.role == "manager":
+            return "Next: work\nSubtask: look\nAcceptance criteria: done"
+        schema = request.schema
+        return "ok" if not schema else json.dumps(minimal_instance(schema))
+
+    env = BridgeFreeLoca([PYTHON_EXECUTE, CLAIM_DONE], max_steps=2)
+    model = ScriptedModel(answer, spec="openai:scripted")
+    spec = CaseSpec(env=env.name, task=env.task_id, agent=method, model="openai:scripted")
+    with env, TraceWriter(tmp_path) as trace:
+        agent, _ = build_agent(
+            spec, env, lambda name, role: model, TokenLedger(), trace, None, None
+        )
+        agent.run(env)
+    assert prompts
+    for prompt in prompts:
+        # A PoS belief's gaps are the belief model's own words (they may quote the goal).
+        lines = [line for line in prompt.splitlines() if not re.match(r"[*-] g\d+ ", line)]
+        assert "\n".join(lines).count(env.goal) <= 1, prompt
+        assert "text environment" not in prompt

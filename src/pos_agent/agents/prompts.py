@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import actions_block, clip, tools_block
+from pos_agent.roles.prompts import actions_block, clip, goal_and_start, tools_block
 from pos_agent.roles.transition import Transition
 
 __all__ = ["actions_block", "clip", "tools_block"]  # shared parts, re-exported for the baselines
 
 
-RAW_SYSTEM = """You are an agent acting in a text environment to reach a goal.
+RAW_SYSTEM = """You are an agent acting in an environment to reach a goal.
 Read the history of your actions and observations, think briefly, then pick the next action."""
 
 
@@ -40,7 +40,8 @@ def raw_policy(
         else ""
     )
     user = (
-        f"Goal: {goal}\n\nStep 0:\n{first_observation.strip()}\n"
+        "\n\n".join(goal_and_start(goal, first_observation))
+        + "\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
         + f"\n{actions_block(actions, tools, max_calls)}"
     )
@@ -69,7 +70,7 @@ def context_policy(
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
     ends with the latest observation), the lookups made at this step, the actions."""
     system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
-    parts = [f"Goal: {goal}", f"Step 0:\n{first_observation.strip()}"]
+    parts = goal_and_start(goal, first_observation)
     if memory.strip():
         parts.append(memory.strip())
     parts.append(
@@ -104,7 +105,10 @@ def long_horizon_decision(
     the actions the role may take."""
     parts = [context.strip()]
     if observation is not None:
-        parts.append(f"Current observation:\n{observation.strip()}")
+        seen = observation.strip()
+        # The first observation of LOCA is the instruction the context already holds.
+        shown = "(the task instruction above)" if seen and seen in context else seen
+        parts.append(f"Current observation:\n{shown}")
     block = actions_block(actions, tools, max_calls)
     if finish_hint:
         block += '\nAnswer "finish" to end your turn without an action.'

@@ -19,6 +19,16 @@ def clip(text: str, limit: int | None) -> str:
     return text[: max(0, limit - 15)].rstrip() + " ...[truncated]"
 
 
+def goal_and_start(goal: str, first_observation: str, start: str = "Step 0:") -> list[str]:
+    """The goal and the first observation as prompt parts, the instruction shown once: where
+    the first observation is the task's instruction itself (LOCA-Bench's), it is not repeated
+    under `start`."""
+    first = first_observation.strip()
+    if not first or first == goal.strip():
+        return [f"Goal: {goal.strip()}"]
+    return [f"Goal: {goal}", f"{start}\n{first}"]
+
+
 def tools_block(tools: Sequence[dict[str, Any]], max_calls: int = 1) -> str:
     """The tools with their whole argument schemas: every argument's type, required or
     optional, allowed values, bounds, default and description, and the fields of nested

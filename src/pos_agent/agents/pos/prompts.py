@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import actions_block, clip
+from pos_agent.roles.prompts import actions_block, clip, goal_and_start
 from pos_agent.roles.transition import Transition
 
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
@@ -43,7 +43,7 @@ def belief_system(diagnostic: bool) -> str:
     return BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
 
 
-POLICY_SYSTEM = """You are an agent acting in a text environment to reach a goal.
+POLICY_SYSTEM = """You are an agent acting in an environment to reach a goal.
 Decide the next action from your belief state: what you know, what is still open, and the active
 gap you are working on. Pick one action that makes progress on the active gap.
 If a RECOVERY note is shown, follow it: you are stuck and must change what you do."""
@@ -51,7 +51,7 @@ If a RECOVERY note is shown, follow it: you are stuck and must change what you d
 
 def belief_init(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
     user = (
-        f"Goal: {goal}\n\nObservation at step 0:\n{observation.strip()}\n\n"
+        "\n\n".join(goal_and_start(goal, observation, "Observation at step 0:")) + "\n\n"
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
         "and activate the gap to work on first."
@@ -113,12 +113,20 @@ def policy(
     max_calls: int = 1,
     observation_chars: int | None = None,
 ) -> list[Message]:
-    parts = [f"Goal: {goal}", f"Belief:\n{belief_text}"]
+    # The belief opens with the goal; the prompt names it only when the belief does not.
+    parts = [] if belief_text.startswith(f"Goal: {goal}") else [f"Goal: {goal}"]
+    parts.append(f"Belief:\n{belief_text}")
     if recovery:
         parts.append(recovery)
+    seen = observation.observation.strip()
     parts.append(
         f"Current observation (step {observation.step}):\n"
-        + clip(observation.observation, observation_chars)
+        # LOCA's first observation is the instruction, which the goal already shows.
+        + (
+            "(the task instruction, as in the goal)"
+            if seen == goal.strip()
+            else clip(seen, observation_chars)
+        )
     )
     parts.append(actions_block(actions, tools, max_calls))
     return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]

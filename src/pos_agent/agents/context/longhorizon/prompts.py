@@ -86,7 +86,10 @@ audit reports below. Do not rely on anything no audit confirmed."""
 
 
 def task_block(goal: str, first_observation: str) -> str:
-    return f"Task: {goal.strip()}\n\nInitial observation:\n{first_observation.strip()}"
+    first = first_observation.strip()
+    if not first or first == goal.strip():  # the instruction is the first observation: once
+        return f"Task: {goal.strip()}"
+    return f"Task: {goal.strip()}\n\nInitial observation:\n{first}"
 
 
 def audit_block(reports: Sequence[AuditReport], max_chars: int) -> str:

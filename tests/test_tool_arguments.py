@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -23,7 +23,7 @@ from agent_fixtures import DESK_TOOLS, KitchenEnv, ToolDesk
 from pos_agent.agents.methods import METHODS
 from pos_agent.bench.agent_factory import build_agent
 from pos_agent.bench.spec import CaseSpec
-from pos_agent.envs import list_tasks
+from pos_agent.envs import EnvError, list_tasks, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.envs.clindiag.environment import ClinDiagEnvironment
 from pos_agent.envs.loca.environment import LocaEnvironment
@@ -102,6 +102,7 @@ class BridgeFreeLoca(LocaEnvironment):
         self.tools = sorted(tools, key=lambda t: str(t["name"]))
         self.tool_names = {str(t["name"]) for t in tools}
         self.setup_info = {}
+        self.evaluate_timeout = 60.0
         self.fake = FakeBridge()
         self._bridge = None
 
@@ -481,3 +482,61 @@ def test_the_instruction_is_shown_once(method: str, tmp_path: Path) -> None:
         lines = [line for line in prompt.splitlines() if not re.match(r"[*-] g\d+ ", line)]
         assert "\n".join(lines).count(env.goal) <= 1, prompt
         assert "text environment" not in prompt
+
+
+# -- fix_schema_for_openai, as LOCA's runner: only for OpenAI models ------------------------------
+
+
+class RecordingBridgeClient:
+    """Replaces LOCA's bridge process: answers setup, records what was asked."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, *args: Any) -> None:
+        self.known: set[int] = set()
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        type(self).requests.append({**message, "timeout": timeout})
+        if message["op"] == "setup":
+            return {"tools": [CLAIM_DONE], "instruction": "Do the task."}
+        return {"reward": 1.0, "info": {}, "observation": "", "text": "", "known": True}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("openai", [False, True])
+def test_loca_fixes_schemas_for_openai_models_only(
+    openai: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pos_agent.envs.loca.environment as loca
+
+    RecordingBridgeClient.requests = []
+    monkeypatch.setattr(loca, "BridgeClient", RecordingBridgeClient)
+    options: dict[str, Any] = {"workdir": str(tmp_path), "evaluate_timeout": 12.5}
+    with make_env(
+        "loca", "WoocommerceStockAlert-8k", seed=42, openai_schemas=openai, **options
+    ) as env:
+        env.reset()
+        final = env.step(json.dumps({"tool": "claim_done_claim_done", "args": {}}))
+    setup, evaluate = RecordingBridgeClient.requests[0], RecordingBridgeClient.requests[-1]
+    assert setup["fix_schema_for_openai"] is openai
+    assert evaluate["op"] == "evaluate" and evaluate["timeout"] == 12.5 and final.success
+
+
+@pytest.mark.parametrize(("model", "fixed"), [("openai:gpt-4o", True), ("vllm:qwen3-8b", False)])
+def test_bench_asks_loca_for_openai_schemas_by_the_policy_model(
+    model: str, fixed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pos_agent.bench.case as case
+
+    seen: dict[str, Any] = {}
+
+    def make_env_stub(*args: Any, **options: Any) -> Any:
+        seen.update(options)
+        raise EnvError("stop here")
+
+    monkeypatch.setattr(case, "make_env", make_env_stub)
+    spec = CaseSpec(env="loca", task="WoocommerceStockAlert-8k", seed=42, agent="raw", model=model)
+    case.run_case(spec, tmp_path / "case", run_name="t", load=lambda name, role: ScriptedModel())
+    assert seen["openai_schemas"] is fixed

@@ -197,6 +197,10 @@ def _play(
             if accepts_option(spec.env, "workdir"):
                 # Environments that generate data (LOCA) do it inside the case's own folder.
                 env_options.setdefault("workdir", str(case_dir.resolve() / "env"))
+            if accepts_option(spec.env, "openai_schemas"):
+                # LOCA fixes tool schemas for OpenAI models only ("openai" in the model name).
+                policy = spec.models().get("policy", spec.model)
+                env_options.setdefault("openai_schemas", "openai" in policy.lower())
             env = make_env(
                 spec.env,
                 spec.task,

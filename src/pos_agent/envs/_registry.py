@@ -46,7 +46,15 @@ _OPTIONS: dict[str, set[str]] = {
     "clindiag": {"data_dir", "provider", "judge"},
     "rca": {"data_dir", "max_tool_calls"},
     "rca-nezha": {"data_dir", "max_tool_calls"},
-    "loca": {"loca_root", "workdir", "runtime_dir", "keep_workspace", "setup_timeout"},
+    "loca": {
+        "loca_root",
+        "workdir",
+        "runtime_dir",
+        "keep_workspace",
+        "setup_timeout",
+        "evaluate_timeout",
+        "openai_schemas",
+    },
 }
 # Options `list_tasks` accepts (a suite passes its env_options through).
 _LIST_OPTIONS = {
@@ -158,7 +166,8 @@ def make_env(
     LOCA-Bench (`loca`; task `<Task>-<length>`, seed 42/123/456/789/2024, budget 100 tool
     calls): `loca_root` (default $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench), `workdir`
     (per-case folder for generated data; default a temporary one), `runtime_dir`,
-    `keep_workspace`, `setup_timeout` (seconds).
+    `keep_workspace`, `setup_timeout` (seconds, 3600), `evaluate_timeout` (seconds, 1800),
+    `openai_schemas` (LOCA's fix_schema_for_openai; `pos bench` sets it for OpenAI models).
     """
     name = canonical_env(env)
     _check_options(name, options)
@@ -267,10 +276,12 @@ def _make_rca(
 def _make_loca(
     task: str, split: str | None, seed: int | None, max_steps: int | None, options: dict[str, Any]
 ) -> Environment:
-    from pos_agent.envs.loca.environment import SETUP_TIMEOUT, LocaEnvironment
+    from pos_agent.envs.loca.environment import EVALUATE_TIMEOUT, SETUP_TIMEOUT, LocaEnvironment
 
     timeout = _number_option(options, "setup_timeout", float, "a number of seconds")
     setup_timeout = SETUP_TIMEOUT if timeout is None else timeout
+    timeout = _number_option(options, "evaluate_timeout", float, "a number of seconds")
+    evaluate_timeout = EVALUATE_TIMEOUT if timeout is None else timeout
     return LocaEnvironment(
         task,
         split=split,
@@ -281,4 +292,6 @@ def _make_loca(
         runtime_dir=options.get("runtime_dir"),
         keep_workspace=bool(options.get("keep_workspace", False)),
         setup_timeout=setup_timeout,
+        evaluate_timeout=evaluate_timeout,
+        openai_schemas=bool(options.get("openai_schemas", False)),
     )

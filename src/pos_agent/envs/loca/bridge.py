@@ -133,6 +133,7 @@ class Case:
         self.agent_workspace = self.task_dir / "agent_workspace"
         self.config: dict[str, Any] = request["case"]
         self.runtime: dict[str, Any] = request["runtime"]
+        self.fix_schema_for_openai = bool(request.get("fix_schema_for_openai", False))
         self.env: Any = None
         self.tool: Any = None
         self.server_pids: dict[int, str] = {}
@@ -243,13 +244,13 @@ class Case:
             for server_name, stdio in built.items():
                 servers[server_name] = self._rewrite(server_name, stdio)
         before = set(descendants(os.getpid()))
-        # fix_schema_for_openai: LOCA's runner fixes array schemas without `items` for OpenAI
-        # backbones, which reject them; users run GPT-class models through OpenAI-style APIs.
+        # fix_schema_for_openai: LOCA's runner fixes array schemas without `items` only for
+        # OpenAI models, which reject them (run_react.py: "openai" in the model name).
         self.tool = MCPTool(
             {"mcpServers": servers},
             validate_on_init=False,
             execution_timeout=EXECUTION_TIMEOUT,
-            fix_schema_for_openai=True,
+            fix_schema_for_openai=self.fix_schema_for_openai,
         )
         functions = self.tool.get_tool_function()
         if not functions:

@@ -124,6 +124,8 @@ class LocaEnvironment(BudgetedEnvironment):
         runtime_dir: str | Path | None = None,
         keep_workspace: bool = False,
         setup_timeout: float = SETUP_TIMEOUT,
+        evaluate_timeout: float = EVALUATE_TIMEOUT,
+        openai_schemas: bool = False,
     ) -> None:
         root = locate_checkout(loca_root)
         case = find_case(task_id, seed, split, root)
@@ -144,6 +146,10 @@ class LocaEnvironment(BudgetedEnvironment):
         )
         self.keep_workspace = keep_workspace
         self.setup_timeout = setup_timeout
+        self.evaluate_timeout = evaluate_timeout
+        # LOCA's runner applies fix_schema_for_openai only when the model is an OpenAI one
+        # (inference/run_react.py); `bench` sets this from the policy model's spec.
+        self.openai_schemas = openai_schemas
         self.tools: list[dict[str, Any]] = []
         self.tool_names: set[str] = set()
         self.setup_info: dict[str, Any] = {}
@@ -177,6 +183,7 @@ class LocaEnvironment(BudgetedEnvironment):
             extra["description_tokenizer"] = self.setup_info.get("tokenizer")
             extra["tool_count"] = len(self.tools)
             extra["setup_timings"] = self.setup_info.get("timings")
+            extra["fix_schema_for_openai"] = self.openai_schemas
         return extra
 
     # -- BudgetedEnvironment ---------------------------------------------------------------
@@ -197,6 +204,7 @@ class LocaEnvironment(BudgetedEnvironment):
                     "task_dir": str(self.task_dir),
                     "loca_root": str(self.loca_root),
                     "runtime": self._runtime_paths(),
+                    "fix_schema_for_openai": self.openai_schemas,
                 },
                 timeout=self.setup_timeout,
             )
@@ -239,7 +247,7 @@ class LocaEnvironment(BudgetedEnvironment):
     ) -> BackendResult:
         """claim_done: LOCA's env.step runs the task's evaluator, as its runner does."""
         action = {"type": "tool", "data": [{"function": {"name": name, "arguments": args}}]}
-        verdict = bridge.request({"op": "evaluate", "action": action}, EVALUATE_TIMEOUT)
+        verdict = bridge.request({"op": "evaluate", "action": action}, self.evaluate_timeout)
         score = float(verdict.get("reward", 0.0))
         info = dict(verdict.get("info") or {})
         passed = score >= 1.0

@@ -540,3 +540,39 @@ def test_bench_asks_loca_for_openai_schemas_by_the_policy_model(
     spec = CaseSpec(env="loca", task="WoocommerceStockAlert-8k", seed=42, agent="raw", model=model)
     case.run_case(spec, tmp_path / "case", run_name="t", load=lambda name, role: ScriptedModel())
     assert seen["openai_schemas"] is fixed
+
+
+# -- an unusable answer is asked again before a tool call is spent --------------------------------
+
+
+@pytest.mark.parametrize("method", MODEL_METHODS)
+def test_an_unusable_tool_decision_is_asked_again_without_spending_a_call(
+    method: str, tmp_path: Path
+) -> None:
+    program = {"tool": "python_execute", "args": {"code": PROGRAM}}
+    asked: list[GenerationRequest] = []
+
+    def answer(request: GenerationRequest) -> str:
+        schema = request.schema or {}
+        if "call" in schema.get("properties", {}):
+            asked.append(request)
+            # Junk until the harness asks again with its note; then a valid call.
+            if not any("could not be used" in m.content for m in request.messages):
+                return "I will run some code {not json"
+            return json.dumps({**minimal_instance(schema), "call": program})
+        if request.role == "manager":
+            return "Next: work\nSubtask: run it\nAcceptance criteria: it ran"
+        return "ok" if not schema else json.dumps(minimal_instance(schema))
+
+    # Two calls: LongHorizon keeps the last one for its final answer.
+    env = BridgeFreeLoca([PYTHON_EXECUTE, CLAIM_DONE], max_steps=2)
+    model = ScriptedModel(answer, spec="openai:scripted")
+    spec = CaseSpec(env=env.name, task=env.task_id, agent=method, model="openai:scripted")
+    with env, TraceWriter(tmp_path) as trace:
+        agent, _ = build_agent(
+            spec, env, lambda name, role: model, TokenLedger(), trace, None, None
+        )
+        agent.run(env)
+    # The fallback would have been claim_done (the one tool without required arguments).
+    assert env.fake.calls[0] == ("python_execute", {"code": PROGRAM}), "no fallback call spent"
+    assert any("could not be used" in m.content for m in asked[-1].messages)

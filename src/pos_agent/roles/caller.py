@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pos_agent.errors import InfrastructureError
 from pos_agent.events import ActionEvent, DegradedEvent, Event, ModelCallEvent, ModelFailureEvent
 from pos_agent.llm import Message, Model, ModelFailure, TokenLedger
-from pos_agent.roles.schemas import action_text
+from pos_agent.roles.schemas import ToolDecision, action_text
 from pos_agent.trace import TraceWriter
 
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
@@ -53,6 +53,34 @@ class RoleCaller:
         temperature: float = 0.0,
         purpose: str = "",
     ) -> SchemaT | None:
+        """The parsed answer, or None. A tool decision that is unusable after the model layer's
+        repair turns is asked for once more, with a note saying why, before the caller falls
+        back: as LOCA's runner, no tool call is spent on it. Every method's decisions go
+        through here, so all are re-asked alike."""
+        problem, answer = self._ask(
+            role, model, messages, schema, step, max_tokens, temperature, purpose
+        )
+        if problem is None or not is_decision_schema(schema):
+            return answer
+        self.emit(
+            DegradedEvent(step=step, role=role, reason=f"{problem}; asked again (no action spent)")
+        )
+        again = [*messages, Message("user", reask_note(problem))]
+        _, answer = self._ask(role, model, again, schema, step, max_tokens, temperature, purpose)
+        return answer
+
+    def _ask(
+        self,
+        role: str,
+        model: Model,
+        messages: Sequence[Message],
+        schema: type[SchemaT],
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        purpose: str,
+    ) -> tuple[str | None, SchemaT | None]:
+        """(why the answer is unusable or None, the parsed answer or None)."""
         try:
             answer = model.complete(
                 messages,
@@ -73,11 +101,15 @@ class RoleCaller:
                 # A rejected key, an unknown model or a server that does not speak chat: no
                 # step of this case can be measured, so the case ends unscored (config_error).
                 raise failure
-            return None
+            return f"the answer was unusable ({failure.kind}: {failure.message})", None
         self.ledger.record(role, answer, step)
         self.emit(ModelCallEvent.of(answer, step=step, role=role, purpose=purpose))
         parsed = answer.parsed
-        return parsed if isinstance(parsed, schema) else None
+        if not isinstance(parsed, schema):
+            return "the answer did not match the schema", None
+        if is_decision_schema(schema) and not (action_text(parsed) or "").strip():
+            return "the answer named no action", parsed
+        return None, parsed
 
     def settle_action(
         self,
@@ -114,6 +146,20 @@ class RoleCaller:
     def tokens(self) -> int:
         total = self.ledger.total()
         return int(total.get("prompt_tokens", 0)) + int(total.get("completion_tokens", 0))
+
+
+def is_decision_schema(schema: type[BaseModel]) -> bool:
+    """A decision of tool calls (a ToolDecision), where a fallback would spend a tool call.
+    A text game's unusable answer still falls back at once (the paper's harness)."""
+    return issubclass(schema, ToolDecision)
+
+
+def reask_note(problem: str) -> str:
+    """The user turn that asks for a decision again."""
+    return (
+        f"Your last answer could not be used: {problem}. No action was taken. Answer again "
+        "with one JSON object that matches the schema and names the action."
+    )
 
 
 @dataclass(frozen=True)

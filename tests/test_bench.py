@@ -261,3 +261,43 @@ def test_bench_has_a_documented_public_surface() -> None:
         "load_suite",
         "write_report",
     } <= set(bench.__all__)
+
+
+def test_a_failure_that_repeats_on_resume_is_reported_not_retried_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pos_agent.bench.runner as runner
+    from pos_agent.bench.run_folder import RunPlan
+    from pos_agent.llm import ModelOptions
+    from pos_agent.trace import CaseResult, write_result
+
+    calls: list[str] = []
+
+    def failing_case(spec: CaseSpec, folder: Path, **kwargs: object) -> CaseResult:
+        calls.append(spec.folder)
+        options = kwargs["options"]
+        assert isinstance(options, ModelOptions)
+        result = CaseResult(
+            run=str(kwargs["run_name"]), case=spec.case_id, env=spec.env, task=spec.task,
+            agent=spec.agent, status="infra_error", success=False,
+            error="the data generator did not produce a complete workspace\ndetails",
+            settings_hash=RunPlan.of([spec], options).hashes[spec.folder],
+        )  # fmt: skip
+        folder.mkdir(parents=True, exist_ok=True)
+        write_result(folder, result)
+        return result
+
+    monkeypatch.setattr(runner, "run_case", failing_case)
+    specs = expert_specs(["heat-mug"])
+    run_dir = tmp_path / "run"
+    config = BenchConfig(run_dir=run_dir, infra_retries=0)
+    run_bench(specs, config)
+    again = BenchConfig(run_dir=run_dir, infra_retries=0, resume=True)
+    (second,) = run_bench(specs, again)
+    assert second.extra["repeated_failures"] == 2
+    assert (second.error or "").startswith("2 runs ended with the same failure on resume:")
+    stored = read_result(case_dir(run_dir, specs[0]))
+    assert stored is not None and stored.extra["repeated_failures"] == 2
+    (third,) = run_bench(specs, again)
+    assert len(calls) == 2, "the third run keeps the repeated failure instead of rerunning it"
+    assert third.status == "infra_error" and third.extra["repeated_failures"] == 2

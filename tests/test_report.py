@@ -511,3 +511,22 @@ def test_figure_1_pits_pos_against_the_strongest_baseline_per_benchmark_and_back
     written = write_report([tmp_path / "run"], tmp_path / "out")
     png = tmp_path / "out" / "pos_vs_baseline.png"
     assert png in written.plot_paths and png.read_bytes()[:8] == PNG
+
+
+def test_every_length_and_category_cell_shows_its_scored_and_unscored_cases() -> None:
+    loca: dict[str, Any] = {"env": "loca", "category": "Structured analytics"}
+    cases = [
+        case(extra={"context_length": 8000}, **loca),
+        case(extra={"context_length": 256000}, status="failure", **loca),
+        case(extra={"context_length": 256000}, status="infra_error",
+             error="the LOCA bridge gave no answer within 3600 s (setup)", **loca),
+        case(extra={"context_length": 256000}, status="infra_error",
+             error="the LOCA bridge gave no answer within 3600 s (setup)", **loca),
+    ]  # fmt: skip
+    data = aggregate(cases)
+    counts = table(build_tables(data), "denominators")
+    rows = {(r[1], r[2]): r[3:] for r in counts.rows}
+    assert rows[("context_length", "256000")] == [1, 2, "infra_error 2"]
+    assert rows[("context_length", "8000")] == [1, 0, "-"]
+    assert rows[("loca category", "Structured analytics")] == [2, 2, "infra_error 2"]
+    assert "2x the LOCA bridge gave no answer within 3600 s (setup)" in counts.note

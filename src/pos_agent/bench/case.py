@@ -210,6 +210,7 @@ def _play(
                 **env_options,
                 **role_options,
             )
+            category = _category(env)  # also on an unscored case: its cell's denominator
             try:
                 for model in env_models:
                     model.step_source = _step_source(env)
@@ -218,7 +219,6 @@ def _play(
                     agent, settings = build_agent(spec, env, load, ledger, trace, tally, pos_config)
                 finally:
                     announced = _start(trace, spec, run_name, settings)
-                category = _category(env)
                 episode = agent.run(env)
                 status = "success" if episode.success else "failure"
             finally:

@@ -139,11 +139,15 @@ def run_bench(
     folder.open(plan, resume=config.resume, describe=config.describe)
     with folder:
         todo, results = pending(specs, config.run_dir, plan, config.resume)
+        before = unscored_before(todo, config.run_dir) if config.resume else {}
         progress = Progress(total=len(specs), skipped=len(results))
         for result in results:
             progress.count(result)
 
         def deliver(result: CaseResult) -> None:
+            earlier = before.get(f"{result.agent}__{result.case}")
+            if earlier is not None and mark_repeat(result, earlier):
+                write_result(case_dir(config.run_dir, earlier[0]), result)
             results.append(result)
             progress.done += 1
             progress.count(result)
@@ -172,9 +176,66 @@ def pending(
         result = read_result(folder) if resume else None
         if result is not None and finished(result, folder, plan.hashes[spec.folder]):
             kept.append(result)
+        elif (
+            result is not None
+            and repeated_failure(result)
+            and result.settings_hash == plan.hashes[spec.folder]
+        ):
+            kept.append(result)  # the same failure every time: reported, not retried forever
         else:
             todo.append(spec)
     return todo, kept
+
+
+# A case whose runs end with the same infrastructure error this many times in a row (a data
+# generator that fails on every attempt, a set-up over its timeout) is not rerun by `--resume`:
+# its result stays, and the report lists it with the count. Other unscored statuses (a fixed
+# set-up, an interrupted case) are always rerun.
+REPEAT_LIMIT = 2
+REPEATABLE: tuple[Status, ...] = ("infra_error",)
+
+
+def unscored_before(
+    todo: Sequence[CaseSpec], run_dir: Path
+) -> dict[str, tuple[CaseSpec, CaseResult]]:
+    """The unscored results a resume is about to replace, by case folder."""
+    found = {}
+    for spec in todo:
+        result = read_result(case_dir(run_dir, spec))
+        if result is not None and not is_scored(result.status):
+            found[spec.folder] = (spec, result)
+    return found
+
+
+def failure_line(result: CaseResult) -> str:
+    """The failure a repeat is recognised by: the status and the error's first line, without a
+    previous repeat note."""
+    text = (result.error or "").strip().splitlines()
+    line = text[0] if text else ""
+    return f"{result.status}: {line.split(_REPEAT_NOTE, 1)[-1].strip()}"
+
+
+_REPEAT_NOTE = "the same failure on resume:"
+
+
+def mark_repeat(result: CaseResult, earlier: tuple[CaseSpec, CaseResult]) -> bool:
+    """Count a failure that repeats the previous run's (True when `result` was changed)."""
+    previous = earlier[1]
+    if result.status not in REPEATABLE or failure_line(result) != failure_line(previous):
+        return False
+    count = int(previous.extra.get("repeated_failures", 1)) + 1
+    result.extra["repeated_failures"] = count
+    line = failure_line(result).split(": ", 1)[-1]
+    rest = (result.error or "").strip().splitlines()[1:]
+    result.error = "\n".join([f"{count} runs ended with {_REPEAT_NOTE} {line}", *rest])
+    return True
+
+
+def repeated_failure(result: CaseResult) -> bool:
+    """An unscored result that `--resume` keeps instead of rerunning it once more."""
+    return result.status in REPEATABLE and (
+        int(result.extra.get("repeated_failures", 1)) >= REPEAT_LIMIT
+    )
 
 
 def finished(result: CaseResult, folder: Path, expected_hash: str) -> bool:

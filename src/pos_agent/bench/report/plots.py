@@ -32,9 +32,17 @@ def write_plots(data: ReportData, out_dir: Path) -> list[Path]:
 
 def _method_colours(methods: Sequence[str]) -> dict[str, str]:
     palette = [
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-    ]  # fmt: skip
+        "#1f77b4",
+        "#ff7f0e",
+        "#2ca02c",
+        "#d62728",
+        "#9467bd",
+        "#8c564b",
+        "#e377c2",
+        "#7f7f7f",
+        "#bcbd22",
+        "#17becf",
+    ]
     return {m: palette[i % len(palette)] for i, m in enumerate(methods)}
 
 
@@ -125,10 +133,19 @@ def _plot_context(figure: Any, data: ReportData, colours: dict[str, str]) -> boo
     positions = {v: (float(v) if numeric else float(i)) for i, v in enumerate(values)}
     for method in data.methods:
         per = data.method(method).by_context
-        points = [(positions[v], 100 * (per[v].value or 0.0)) for v in values if v in per]
+        points = [(positions[v], 100 * (per[v].value or 0.0), per[v].n) for v in values if v in per]
         if points:
-            xs, ys = zip(*points, strict=True)
+            xs, ys, _ = zip(*points, strict=True)
             axes.plot(xs, ys, marker="o", label=method, color=colours[method])
+            for x, y, n in points:  # each point's denominator
+                axes.annotate(
+                    f"n={n}",
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(3, 3),
+                    fontsize=6,
+                    color=colours[method],
+                )
     if not numeric:
         axes.set_xticks(list(positions.values()), [str(v) for v in values])
     elif float(values[0]) > 0 and float(values[-1]) / float(values[0]) >= 8:

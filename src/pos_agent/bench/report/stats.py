@@ -137,11 +137,26 @@ class MethodStats:
     metrics: dict[str, dict[str, Mean]] = field(  # env -> metric name -> mean
         default_factory=lambda: defaultdict(lambda: defaultdict(Mean))
     )
+    # Unscored cases per cell, by status: what each rate's denominator left out.
+    unscored_by_category: dict[tuple[str, str], Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
+    unscored_by_context: dict[ContextValue, Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
+    unscored_reasons: dict[str, Counter[str]] = field(  # status -> first error lines
+        default_factory=lambda: defaultdict(Counter)
+    )
 
     def add(self, case: CaseResult, context_field: str) -> None:
         """Count one case; only scored cases reach the rates and means."""
         self.outcomes[case.status] += 1
+        context = context_value(case.extra, context_field)
         if not is_scored(case.status):
+            self.unscored_by_category[(case.env, case.category or "(none)")][case.status] += 1
+            if context is not None:
+                self.unscored_by_context[context][case.status] += 1
+            self.unscored_reasons[case.status][_first_line(case.error) or "-"] += 1
             return
         if self.success.n == 0:
             self.trapping.measured = health_checked(case)
@@ -153,7 +168,6 @@ class MethodStats:
         self.by_category[(case.env, case.category or "(none)")].add(success)
         self.tokens.add(case)
         self.trapping.add(case, success)
-        context = context_value(case.extra, context_field)
         if context is not None:
             self.by_context[context].add(success)
         for name, value in numeric_metrics(case.extra).items():
@@ -198,12 +212,19 @@ class ReportData:
         return sorted({key for s in self.stats.values() for key in s.by_category})
 
     @property
+    def all_categories(self) -> list[tuple[str, str]]:
+        """Every (benchmark, category) with a case, scored or not."""
+        return sorted(
+            {k for s in self.stats.values() for k in (*s.by_category, *s.unscored_by_category)}
+        )
+
+    @property
     def roles(self) -> list[str]:
         return _ordered({r for s in self.stats.values() for r in s.tokens.calls}, ROLE_ORDER)
 
     @property
     def context_values(self) -> list[ContextValue]:
-        values = {v for s in self.stats.values() for v in s.by_context}
+        values = {v for s in self.stats.values() for v in (*s.by_context, *s.unscored_by_context)}
         return sorted(values, key=lambda v: (isinstance(v, str), _number_or_zero(v), str(v)))
 
     @property

@@ -8,6 +8,7 @@ paper, Tables 1, 2 and 9 mark the best value of each benchmark (highest success)
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -271,8 +272,66 @@ def context_table(data: ReportData) -> Table | None:
         f"Figure 4: success rate against {data.context_field}",
         [data.context_field, *data.methods],
         rows,
-        f"Grouped by result.extra[{data.context_field!r}].",
+        f"Grouped by result.extra[{data.context_field!r}]; each point's n is the number of "
+        "scored cases (the denominators table lists the unscored ones).",
     )
+
+
+def denominators_table(data: ReportData) -> Table | None:
+    """Scored and unscored cases behind every per-length and per-category cell, with the
+    unscored statuses: a cell can never shrink without showing it."""
+    rows: list[list[Cell]] = []
+    for stats in data.stats.values():
+        for value in data.context_values:
+            scored = stats.by_context.get(value, Rate()).n
+            left = stats.unscored_by_context.get(value, Counter())
+            if scored or left:
+                rows.append(
+                    [
+                        stats.label,
+                        data.context_field,
+                        context_text(value),
+                        scored,
+                        sum(left.values()),
+                        _statuses(left),
+                    ]
+                )
+        for env, category in data.all_categories:
+            if category == "(none)":
+                continue
+            scored = stats.by_category.get((env, category), Rate()).n
+            left = stats.unscored_by_category.get((env, category), Counter())
+            if scored or left:
+                rows.append(
+                    [
+                        stats.label,
+                        f"{env} category",
+                        category,
+                        scored,
+                        sum(left.values()),
+                        _statuses(left),
+                    ]
+                )
+    if not rows:
+        return None
+    reasons = [
+        f"{status} ({stats.label}): "
+        + "; ".join(f"{n}x {line}" for line, n in lines.most_common(3))
+        for stats in data.stats.values()
+        for status, lines in sorted(stats.unscored_reasons.items())
+    ]
+    return Table(
+        "denominators",
+        "Scored and unscored cases per length and category (n of each Figure 4 point)",
+        ["method", "grouped by", "value", "scored", "unscored", "unscored statuses"],
+        rows,
+        "Every rate above is over the scored cases only. Unscored reasons: "
+        + (" | ".join(reasons) if reasons else "none"),
+    )
+
+
+def _statuses(counts: Counter[str]) -> str:
+    return ", ".join(f"{status} {n}" for status, n in sorted(counts.items())) or "-"
 
 
 def metrics_table(data: ReportData) -> Table | None:
@@ -327,6 +386,7 @@ TABLES: list[Callable[[ReportData], Table | None]] = [
     tokens_table,
     trapping_table,
     context_table,
+    denominators_table,
     metrics_table,
     problems_table,
 ]

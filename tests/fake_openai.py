@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible chat server whose behaviour a test sets and changes while it runs.
 
-It answers each schema with its smallest valid object (after `latency_s`), or fails with an
+It answers each schema with its smallest valid object (after `latency_s`), a request with
+`tools` with a call of the first tool (or, with `refuse_tools`, an HTTP 400), or fails with an
 HTTP status and message, and records when every request arrived, so a test can tell whether a
 process went on calling the model after it should have stopped.
 """
@@ -27,6 +28,8 @@ class Behaviour:
     status: int = 200
     message: str = ""
     request_times: list[float] = field(default_factory=list)
+    refuse_tools: bool = False  # answer a request with `tools` as a server without them would
+    bodies: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,12 +41,28 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = self.behaviour
         behaviour.request_times.append(time.monotonic())
         time.sleep(behaviour.latency_s)
+        behaviour.bodies.append(body)
         if behaviour.status != 200:
             self._send(behaviour.status, {"error": {"message": behaviour.message, "type": "x"}})
             return
-        fmt = body.get("response_format") or {}
-        schema = (fmt.get("json_schema") or {}).get("schema")
-        content = json.dumps(minimal_instance(schema)) if schema else '{"status": "ok"}'
+        tools = body.get("tools")
+        if tools and behaviour.refuse_tools:
+            self._send(400, {"error": {"message": "tools are not supported", "type": "x"}})
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        if tools:  # native tool calling: the first tool, its smallest valid arguments
+            function = tools[0]["function"]
+            arguments = json.dumps(minimal_instance(function["parameters"]))
+            message["tool_calls"] = [
+                {"id": "c1", "type": "function",
+                 "function": {"name": function["name"], "arguments": arguments}}
+            ]  # fmt: skip
+        else:
+            fmt = body.get("response_format") or {}
+            schema = (fmt.get("json_schema") or {}).get("schema")
+            message["content"] = (
+                json.dumps(minimal_instance(schema)) if schema else '{"status": "ok"}'
+            )
         self._send(
             200,
             {
@@ -54,7 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": content},
+                        "message": message,
                         "finish_reason": "stop",
                     }
                 ],

@@ -576,3 +576,38 @@ def test_an_unusable_tool_decision_is_asked_again_without_spending_a_call(
     # The fallback would have been claim_done (the one tool without required arguments).
     assert env.fake.calls[0] == ("python_execute", {"code": PROGRAM}), "no fallback call spent"
     assert any("could not be used" in m.content for m in asked[-1].messages)
+
+
+# -- native tool calling ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_tool_decisions_go_as_native_function_definitions_where_the_server_takes_them(
+    refuse: bool,
+) -> None:
+    from fake_openai import Behaviour, fake_openai
+    from pos_agent.llm import Message, ModelOptions, load_model
+
+    tools = [WOO_PRODUCTS_CREATE, PYTHON_EXECUTE]
+    schema = decision_schema(None, tools, SchemaBounds())
+    with fake_openai(Behaviour(refuse_tools=refuse)) as (url, behaviour):
+        model = load_model("openai:native", ModelOptions(base_url=url, max_retries=0))
+        answer = model.complete([Message("user", "go")], schema=schema, max_tokens=64)
+        again = model.complete([Message("user", "go on")], schema=schema, max_tokens=64)
+    sent = behaviour.bodies[0]
+    (function, _) = (t["function"] for t in sent["tools"])
+    assert function["name"] == "woocommerce_woo_products_create"
+    assert function["description"] == "[woocommerce] Create a new product"
+    product = function["parameters"]["properties"]["productData"]
+    assert product["properties"]["status"]["enum"] == ["publish", "draft", "private", "pending"]
+    assert product["properties"]["categories"]["items"]["properties"]["id"]["type"] == "integer"
+    assert "$ref" not in json.dumps(function) and "response_format" not in sent
+    call = json.loads(action_text(answer.parsed) or "")
+    assert call["tool"] == "woocommerce_woo_products_create"
+    if refuse:  # negotiated like the structured-output modes, and remembered
+        assert answer.structured_mode == again.structured_mode == "json_schema"
+        assert "tools" not in behaviour.bodies[-1] and "response_format" in behaviour.bodies[-1]
+        assert len(behaviour.bodies) == 3
+    else:
+        assert answer.structured_mode == again.structured_mode == "tools"
+        assert len(behaviour.bodies) == 2

@@ -12,10 +12,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import re
 from typing import Any
 
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
 from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
+from pos_agent.llm._native_tools import decision_text, tool_functions
 from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
 from pos_agent.llm._server_modes import (
     ServerProfile,
@@ -100,6 +102,9 @@ class OpenAICompatibleBackend:
     def generate(self, request: GenerationRequest) -> RawReply:
         while True:
             mode: StructuredMode | None = self.profile.mode if request.schema else None
+            native = tool_functions(request.schema) if self.profile.native_tools else None
+            if native is not None:
+                mode = "tools"
             reply = self._post(self._arguments(request, mode))
             if reply.oversize:
                 return RawReply(
@@ -116,7 +121,7 @@ class OpenAICompatibleBackend:
                 if self._adapt_to(reply.status, detail, mode):
                     continue
                 raise self._status_error(reply, detail)
-            return self._reply_of(reply, request, mode)
+            return self._reply_of(reply, request, mode, several=bool(native and native[1]))
 
     def _post(self, arguments: dict[str, Any]) -> HttpReply:
         import httpx
@@ -156,7 +161,12 @@ class OpenAICompatibleBackend:
             "seed": request.seed,
             self.profile.token_parameter: request.max_tokens,
         }
-        if request.schema is not None and mode is not None:
+        native = tool_functions(request.schema) if mode == "tools" else None
+        if native is not None:
+            # LOCA's runner: the tools as function definitions, the model chooses (auto).
+            arguments["tools"] = native[0]
+            arguments["tool_choice"] = "auto"
+        elif request.schema is not None and mode is not None and mode != "tools":
             chosen = response_format(mode, request.schema, request.schema_name or "answer")
             if chosen:
                 arguments["response_format"] = chosen
@@ -165,7 +175,9 @@ class OpenAICompatibleBackend:
     def _adapt_to(self, status: int, detail: str, mode: StructuredMode | None) -> bool:
         """Change what is sent after a refusal that names it; True when worth resending."""
         where = f"{self.base_url} (model {self.model_id})"
-        if mode is not None and refuses_format(status, detail):
+        if mode == "tools" and refuses_tools(status, detail):
+            return self.profile.stop_native_tools(detail, where)
+        if mode is not None and mode != "tools" and refuses_format(status, detail):
             return self.profile.step_down_from(mode, detail, where)
         if wants_max_completion_tokens(status, detail):
             return self.profile.use_max_completion_tokens()
@@ -226,10 +238,19 @@ class OpenAICompatibleBackend:
         return BackendError("transport", f"{where}: {detail}", retryable=False)
 
     def _reply_of(
-        self, reply: HttpReply, request: GenerationRequest, mode: StructuredMode | None
+        self,
+        reply: HttpReply,
+        request: GenerationRequest,
+        mode: StructuredMode | None,
+        *,
+        several: bool = False,
     ) -> RawReply:
         message, choice, body = self._chat_message(reply)
         text = _content_text(message.get("content"))
+        if mode == "tools":
+            # The calls as the decision's JSON; a reply without one keeps its text, which the
+            # schema check reads (a model may still write the decision as JSON).
+            text = decision_text(message, several) or text
         usage = body.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
             completion_tokens = usage.get("completion_tokens")
@@ -296,6 +317,14 @@ class OpenAICompatibleBackend:
 
     def _clean(self, text: str) -> str:
         return redact(text, self.secrets)
+
+
+def refuses_tools(status: int, detail: str) -> bool:
+    """A refusal of the `tools` parameter (or of function calling) rather than of the call."""
+    return status in (400, 422, 500, 501) and bool(_TOOL_WORDS.search(detail))
+
+
+_TOOL_WORDS = re.compile(r"\btools?\b|tool_choice|function[_ ]call", re.I)
 
 
 def _content_text(content: Any) -> str:

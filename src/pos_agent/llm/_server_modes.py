@@ -29,6 +29,7 @@ SERVER_MODES: tuple[StructuredMode, ...] = (
     "prompt",
 )
 MODE_NAMES: dict[StructuredMode, str] = {
+    "tools": "native tool calling (OpenAI function definitions, the reply's tool_calls)",
     "grammar": "grammar-constrained decoding",
     "json_schema": "response_format json_schema",
     "json_object_schema": "response_format json_object with a schema",
@@ -55,7 +56,25 @@ class ServerProfile:
 
     mode: StructuredMode = SERVER_MODES[0]
     token_parameter: str = "max_tokens"
+    native_tools: bool = True
+    """Tool decisions go as OpenAI `tools` (mode "tools") until the server refuses them; then
+    they go in `mode` like every other schema."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def stop_native_tools(self, reason: str, where: str) -> bool:
+        """After a refusal of `tools`: send tool decisions in the structured-output mode."""
+        with self.lock:
+            if not self.native_tools:
+                return True
+            self.native_tools = False
+        logger.warning(
+            "%s refused %s (%s); sending tool decisions with %s from now on",
+            where,
+            MODE_NAMES["tools"],
+            reason[:200],
+            MODE_NAMES[self.mode],
+        )
+        return True
 
     def step_down_from(self, tried: StructuredMode, reason: str, where: str) -> bool:
         """Move below `tried` after the server refused it; False when there is nothing below.

@@ -16,7 +16,9 @@ FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 # local model); a server's `response_format` of type json_schema, or json_object carrying the
 # schema (llama-cpp-python's server), or plain json_object; or only the schema in the prompt.
 # Every mode is validated against the schema afterwards.
-StructuredMode = Literal["grammar", "json_schema", "json_object_schema", "json_object", "prompt"]
+StructuredMode = Literal[
+    "tools", "grammar", "json_schema", "json_object_schema", "json_object", "prompt"
+]
 STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
 
 # Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):

@@ -203,6 +203,8 @@ def _call_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel
     name = str(tool.get("name", ""))
     model: type[BaseModel] = create_model(
         f"{_camel(name)}Call",
+        # The tool's description: native tool calling sends it with the function definition.
+        __doc__=str(tool.get("description") or "").strip() or None,
         __config__=ConfigDict(extra="forbid"),
         tool=(literal_of((name,)), ...),
         args=(_arguments_model(tool, bounds), ...),

@@ -45,6 +45,17 @@ def wait_until_serving(process: subprocess.Popen[bytes], url: str, log: Path) ->
 
 @pytest.fixture
 def llama_server(tmp_path: Path) -> Iterator[str]:
+    yield from serve_embedded_model(tmp_path)
+
+
+@pytest.fixture
+def llama_tools_server(tmp_path: Path) -> Iterator[str]:
+    # llama-cpp-python answers `tools` with tool_calls under its ChatML function-calling chat
+    # format (SmolLM2's template is ChatML): a grammar picks a function, then its arguments.
+    yield from serve_embedded_model(tmp_path, "--chat_format", "chatml-function-calling")
+
+
+def serve_embedded_model(tmp_path: Path, *extra: str) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python's server extra")
     from pos_agent.llm._local import embedded_gguf_path
 
@@ -66,6 +77,7 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
         "8192",
         "--n_threads",
         str(os.cpu_count() or 1),
+        *extra,
     ]
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
@@ -133,3 +145,31 @@ def test_pos_run_and_doctor_against_llama_cpp_python_server(
     )
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert "json_object_schema" in doctor.stdout, doctor.stdout
+
+
+@pytest.mark.slow
+def test_a_native_tools_run_against_llama_cpp_python_server(
+    llama_tools_server: str, tmp_path: Path
+) -> None:
+    """Issue 27: a tool environment's decisions go as OpenAI function definitions and the
+    server's tool_calls come back as the policy's calls."""
+    command = [
+        POS, "run", "rca-nezha", "nz-ob-001", "--agent", "raw", "--model", "openai:smollm",
+        "--base-url", llama_tools_server, "--max-steps", "2", "--out", str(tmp_path),
+        "--run", "tools",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    case = tmp_path / "tools" / "raw__rca-nezha__nz-ob-001"
+    result = read_result(case)
+    assert result is not None and result.status in ("success", "failure"), output
+    events = list(read_events(case))
+    calls = [e for e in events if isinstance(e, ModelCallEvent) and e.role == "policy"]
+    failures = [e for e in events if isinstance(e, ModelFailureEvent)]
+    assert calls, output
+    assert not [f for f in failures if f.kind in ("transport", "timeout", "config")], failures
+    assert {e.structured_mode for e in calls} == {"tools"}, "negotiated, recorded per call"
+    assert "refused native tool calling" not in done.stderr, done.stderr
+    # At least one decision came back as the server's tool_calls, read into a call.
+    assert any((e.output or {}).get("call", {}).get("tool") for e in calls), calls

@@ -132,7 +132,7 @@ def make(
                         f"[yellow]slow[/] {game.key}: {game.seconds:.0f}s so far, "
                         f"{game.rss_mb:.0f} MB (stopped at {time_limit:.0f}s)"
                     )
-            bar.update(task, description="games: " + (", ".join(parts) or "-"))
+            bar.update(task, description="games: " + ", ".join(parts) if parts else "games")
 
         try:
             corpus = maker.run(on_slot=show, on_progress=progress)

@@ -42,6 +42,10 @@ KILL_FACTOR = 1.25
 """A worker is killed when its memory passes this many times the memory bound."""
 RETIRE_FRACTION = 0.5
 """A worker that still holds this share of its memory bound after a task is replaced."""
+STARTED = "started"
+"""What a worker sends once it has the task (imports done): the time limit counts from there."""
+STARTUP_S = 300.0
+"""Time a new worker may take to start (import TextWorld) before its first task is timed."""
 POLL_S = 0.25
 """How often the parent checks the workers' time and memory."""
 
@@ -102,6 +106,8 @@ class _Worker:
     connection: Connection
     task: _Task | None = None
     started: float = 0.0
+    acknowledged: bool = False
+    """The worker said it has the task (until then, it may still be starting up)."""
     peak_mb: float = 0.0
     """Largest resident memory the parent sampled while the current task ran."""
 
@@ -195,6 +201,7 @@ class WorkerPool:
                 self._queue.appendleft(task)
                 continue
             worker.task, worker.started, worker.peak_mb = task, time.monotonic(), 0.0
+            worker.acknowledged = False
             self._busy.append(worker)
 
     def _collect(self) -> Iterator[TaskResult]:
@@ -204,6 +211,7 @@ class WorkerPool:
         for worker in list(self._busy):
             result: TaskResult | None
             if worker.connection in ready or worker.process.sentinel in ready:
+                # A death is seen through the sentinel; a result through the pipe.
                 result = self._receive(worker)
             else:
                 result = self._check(worker)
@@ -211,16 +219,25 @@ class WorkerPool:
                 self._note_peak(worker, result)
                 yield result
 
-    def _receive(self, worker: _Worker) -> TaskResult:
+    def _receive(self, worker: _Worker) -> TaskResult | None:
+        """The task's result once the worker sent it; a failure when the worker died; None
+        when the worker only said it started the task (its time counts from then)."""
         assert worker.task is not None
-        key, seconds = worker.task.key, time.monotonic() - worker.started
+        key = worker.task.key
         message: Any = None
         try:
-            if worker.connection.poll():
+            while worker.connection.poll():
                 message = worker.connection.recv()
+                if message != STARTED:
+                    break
+                worker.started, worker.acknowledged = time.monotonic(), True
+                message = None
         except (EOFError, OSError):
             message = None
+        seconds = time.monotonic() - worker.started
         if message is None:
+            if worker.process.is_alive():
+                return self._check(worker)
             worker.process.join(timeout=5)
             code = worker.process.exitcode
             self._retire(worker)
@@ -230,7 +247,11 @@ class WorkerPool:
                 else f"exited with code {code}"
             )
             return TaskResult(
-                key, error=f"the worker died ({how})", worker=worker.number, seconds=seconds
+                key,
+                error=f"the worker died ({how})",
+                worker=worker.number,
+                seconds=seconds,
+                peak_mb=worker.peak_mb,
             )
         value, error, peak_mb, retiring = message
         worker.peak_mb = max(worker.peak_mb, peak_mb)
@@ -254,7 +275,7 @@ class WorkerPool:
         if rss is not None:
             worker.peak_mb = max(worker.peak_mb, rss)
         reason = None
-        if seconds > self.limits.time_s:
+        if seconds > self.limits.time_s and (worker.acknowledged or seconds > STARTUP_S):
             reason = f"over the time limit ({self.limits.time_s:.0f} s)"
         elif rss is not None and rss > self.limits.kill_mb:
             reason = f"over the memory limit ({rss:.0f} MB > {self.limits.kill_mb} MB)"
@@ -323,6 +344,10 @@ def _worker_main(connection: Connection) -> None:
         if message is None:
             return
         function, arguments, memory_mb = message
+        try:
+            connection.send(STARTED)
+        except (BrokenPipeError, OSError):
+            return
         reset_peak_memory()
         value, error = None, None
         try:

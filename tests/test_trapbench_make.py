@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, 
 from pos_agent.trapbench.games import game_specs, replacement_spec
 from pos_agent.trapbench.pool import Limits, MemoryGuard, Running
 from pos_agent.trapbench.records import load_trajectories
+from pos_agent.trapbench.session import SearchLimit, bounded_plan_tracking
 from trapbench_fakes import HANGING_SLOT, exploding_game, fake_game, hanging_game
 
 ALL_CLEAN = ["cook-000__clean", "quest-001__clean", "cook-002__clean", "quest-003__clean"]
@@ -145,3 +147,22 @@ def test_game_seeds_are_deterministic_and_alternate_families() -> None:
     assert replacement == replacement_spec(specs[1], 2)
     assert specs[0].command.startswith("tw-make tw-cooking --recipe 2 --take 2 --go 6")
     assert "--world-size 8 --nb-objects 12 --quest-length 10" in specs[1].command
+
+
+def test_plan_tracking_that_never_ends_stops_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from textworld.generator.game import ActionDependencyTree
+
+    def cycling(tree: object) -> Iterator[str]:
+        while True:  # an action and its reverse, popped in turn (issue 26)
+            yield "take"
+            yield "put"
+
+    monkeypatch.setattr(ActionDependencyTree, "flatten", cycling)
+    tree = ActionDependencyTree()
+    with bounded_plan_tracking(limit=40), pytest.raises(SearchLimit, match="past 40 actions"):
+        tuple(tree.flatten())
+    assert ActionDependencyTree.flatten is cycling  # restored on the way out
+
+    monkeypatch.setattr(ActionDependencyTree, "flatten", lambda tree: iter(["a", "b", "c"]))
+    with bounded_plan_tracking(limit=3):
+        assert tuple(tree.flatten()) == ("a", "b", "c")  # within the bound: unchanged

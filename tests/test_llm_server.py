@@ -151,10 +151,11 @@ def test_pos_run_and_doctor_against_llama_cpp_python_server(
 def test_a_native_tools_run_against_llama_cpp_python_server(
     llama_tools_server: str, tmp_path: Path
 ) -> None:
-    """Issue 27: a tool environment's decisions go as OpenAI function definitions and the
-    server's tool_calls come back as the policy's calls."""
+    """Issue 27: a tool environment's decisions (ClinDiag: a few tools, a prompt that fits the
+    8K context) go as OpenAI function definitions and the server's tool_calls come back as the
+    policy's calls."""
     command = [
-        POS, "run", "rca-nezha", "nz-ob-001", "--agent", "raw", "--model", "openai:smollm",
+        POS, "run", "clindiag", "10200744", "--agent", "raw", "--model", "openai:smollm",
         "--base-url", llama_tools_server, "--max-steps", "2", "--out", str(tmp_path),
         "--run", "tools",
         # The 135M model pads a tool argument until its budget runs out; the compact profile's
@@ -164,7 +165,7 @@ def test_a_native_tools_run_against_llama_cpp_python_server(
     done = subprocess.run(command, capture_output=True, text=True, timeout=1200)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    case = tmp_path / "tools" / "raw__rca-nezha__nz-ob-001"
+    case = tmp_path / "tools" / "raw__clindiag__10200744"
     result = read_result(case)
     assert result is not None and result.status in ("success", "failure"), output
     events = list(read_events(case))

@@ -219,12 +219,17 @@ class LongHorizonSettings:
     """Output cap of manager, executor-report and auditor calls (the suite's generation budget)."""
     repair_tokens: int = 512
     """Output cap of the one header-repair call."""
-    manager_history_chars: int = 36_000
-    """Characters of audit reports the manager sees, oldest dropped first (upstream default)."""
+    manager_history_chars: int = 100_000
+    """Characters of audit reports the manager sees, oldest dropped first. Upstream's run value:
+    `RunConfig.role_history_chars = 100_000` (src/lh_harness/types.py at v0.1.7), which
+    manager.py passes to the manager prompt; 36,000 is only the prompt builder's fallback
+    argument, never used by a run."""
     related_report_chars: int = 60_000
-    """Characters of the cited audit reports an executor or auditor sees (upstream default)."""
+    """Characters of the cited audit reports an executor or auditor sees (upstream's run value,
+    `RunConfig.role_verified_context_chars`)."""
     executor_output_chars: int = 24_000
-    """Characters of the executor's report the auditor sees (upstream default)."""
+    """Characters of the executor's report the auditor sees (upstream's run value,
+    `RunConfig.auditor_output_chars`)."""
 
     def __post_init__(self) -> None:
         if min(self.max_rounds, self.executor_actions, self.generation_tokens) <= 0:

@@ -70,7 +70,7 @@ def test_one_real_episode_per_baseline_with_the_embedded_model(method: str, tmp_
     elif method == "hiagent":
         assert len([e for e in events if isinstance(e, HiAgentContextEvent)]) == result.steps
         policy = [e for e in calls if e.role == "policy"]
-        assert policy and all("subgoal" in (e.output or {}) for e in policy)
+        assert policy and all("new_subgoal" in (e.output or {}) for e in policy)
     else:
         (plan,) = [e for e in events if isinstance(e, RoundPlanEvent)]
         assert plan.round == 1 and plan.route in ("work", "done", "blocked", "invalid")

@@ -27,6 +27,23 @@ class Step:
     observation: str
 
 
+# -- the turn scaffolding every ReAct-style method shares (Raw, ACON, PACE, HiAgent, the
+# LongHorizon executor): each past turn is labelled with its step, and the prompt says which step
+# the agent is at. Only what each method keeps of the turns differs.
+
+
+def turn_text(step: int, action: str, observation: str) -> str:
+    """One past turn: the action sent at step `step - 1` and the observation of step `step`."""
+    return f"[step {step}] > {action}\n{observation.strip()}"
+
+
+def position_line(step: int) -> str:
+    """Where the agent is: the line before the actions of every ReAct-style prompt."""
+    if step:
+        return f"You are at step {step}; the last step above is the latest observation."
+    return "You are at step 0: act on the observation above."
+
+
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
 The belief has entities (ids e1, e2, ...), states of entities (s1, ...: entity, attribute, value),
 relations between entities (r1, ...) and gaps (g1, ...): what is not yet known (kind "epistemic")
@@ -253,8 +270,10 @@ def raw_policy(
     max_calls: int = 1,
     dropped: int = 0,
 ) -> list[Message]:
-    """The whole trajectory: task, first observation, every action and observation since."""
-    turns = "\n".join(f"> {s.action}\n{s.observation.strip()}" for s in history)
+    """The whole trajectory: task, first observation, every action and observation since, in
+    the shared turn scaffolding."""
+    turns = "\n\n".join(turn_text(s.step, s.action, s.observation) for s in history)
+    step = history[-1].step if history else dropped
     cut = (
         f"\n(The {dropped} oldest turns are left out: the history no longer fits the model's "
         "context window.)"
@@ -264,7 +283,7 @@ def raw_policy(
     user = (
         f"Goal: {goal}\n\nStep 0:\n{first_observation.strip()}\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
-        + f"\n{_actions_block(actions, tools, max_calls)}"
+        + f"\n{position_line(step)}\n\n{_actions_block(actions, tools, max_calls)}"
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
 
@@ -294,11 +313,7 @@ def context_policy(
     parts = [f"Goal: {goal}", f"Step 0:\n{first_observation.strip()}"]
     if memory.strip():
         parts.append(memory.strip())
-    parts.append(
-        f"You are at step {step}; the last step above is the latest observation."
-        if step
-        else "You are at step 0: act on the observation above."
-    )
+    parts.append(position_line(step))
     if lookups:
         parts.append(
             "Looked up at this step (no action spent):\n" + "\n".join(f"- {x}" for x in lookups)
@@ -320,6 +335,7 @@ def long_horizon_decision(
     max_calls: int = 1,
     observation: str | None = None,
     finish_hint: bool = False,
+    step: int | None = None,
 ) -> list[Message]:
     """One LongHorizon-Harness decision (executor action, auditor query, final answer): the
     role's context as the harness built it, the latest observation if the role needs it, and
@@ -327,6 +343,8 @@ def long_horizon_decision(
     parts = [context.strip()]
     if observation is not None:
         parts.append(f"Current observation:\n{observation.strip()}")
+    if step is not None:
+        parts.append(position_line(step))
     block = _actions_block(actions, tools, max_calls)
     if finish_hint:
         block += '\nAnswer "finish" to end your turn without an action.'

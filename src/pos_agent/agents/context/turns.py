@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pos_agent.agents import prompts
 from pos_agent.agents.context.tokens import count_tokens
 
 
@@ -18,7 +19,7 @@ class Turn:
     observation: str
 
     def render(self) -> str:
-        return f"[step {self.step}] > {self.action}\n{self.observation.strip()}"
+        return prompts.turn_text(self.step, self.action, self.observation)
 
     @property
     def tokens(self) -> int:

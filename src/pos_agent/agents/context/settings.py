@@ -113,8 +113,14 @@ class AconSettings:
 # ACON's threshold and summary cap per benchmark. The paper fixes both per benchmark but does
 # not report them; upstream ACON uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. A
 # threshold only means something if compression happens within the benchmark's step budget:
-# - RCA, ClinDiag, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as
-#   upstream's tool benchmark; cap T/4, so the next compression does not fire right after one.
+# - RCA, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as upstream's
+#   tool benchmark; cap T/4, so the next compression does not fire right after one.
+# - ClinDiag: the offline answers are clipped (4 lines / 1,500 characters), so a turn is small:
+#   measured by `python -m pos_agent.perf.acon_turns` over 25 Common cases x 29 questions,
+#   47 tokens median (p90 116, max 297). At 4096 the trigger fires in 0 of 25 cases within the
+#   30 calls (2048: 3 of 25), so ACON would be the raw trajectory; 512 fires in 25 of 25, first
+#   at step 11 (median), then every five or so turns. Cap T/2, as on ALFWorld: the summary
+#   must keep every finding with its value.
 # - ALFWorld: a turn is about 20 tokens (measured: 19.5 median on alfworld-mini, 4 chars a
 #   token), so 2048 would never fire in its 50 steps and ACON would be the raw trajectory; 512
 #   first fires after about 25 steps, then every dozen or so. Cap T/2: the summary must keep
@@ -125,7 +131,7 @@ ACON_LIMITS: dict[Family, tuple[int, int]] = {
     "alfworld": (512, 256),
     "scienceworld": (2048, 512),
     "textworld-express": (2048, 512),
-    "clindiag": (4096, 1024),
+    "clindiag": (512, 256),
     "rca": (4096, 1024),
     "loca": (4096, 1024),
     "other": (2048, 512),

@@ -1,6 +1,7 @@
-"""How big a ClinDiag turn is offline, and when ACON's trigger fires for a given threshold.
+"""How big a ClinDiag or RCA turn is offline, and when ACON's trigger fires for a threshold.
 
-    python -m pos_agent.perf.acon_turns [--cases 25] [--thresholds 256,512,1024,4096]
+    python -m pos_agent.perf.acon_turns [--bench clindiag|rca] [--cases 25]
+                                        [--thresholds 256,512,1024,4096]
 
 ACON compresses when the previous summary plus the turns older than the last 3 exceed its
 threshold T (`agents/context/acon.py`). A T that never fires within the benchmark's budget makes
@@ -12,7 +13,12 @@ budget leaves before the submission. A turn is measured as ACON keeps it (`Turn`
 the action, the observation), in the token estimate every context method uses. Printed: the turn
 size (median, p90, max), and per threshold in how many cases the trigger fires within the
 budget and at which step it first fires (median over the cases that fire), assuming no summary
-yet; the last line is `fires within 29 turns: T=<t>: <k>/<n> ...`.
+yet; the last line is `fires within <n> turns: T=<t>: <k>/<n> ...`.
+
+`--bench rca`: the first `--cases` rca-nezha incidents, each played for its 50 turns with the
+fixed round robin of query tools of `perf.baselines` (overview, entities, alerts, then metrics,
+traces, topology, logs and metric names per service), one call a turn: a lower bound on a turn,
+which may carry up to 3 calls.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import argparse
 import json
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 
 from pos_agent.agents.context.settings import AconSettings
 from pos_agent.agents.context.turns import Turn
+from pos_agent.envs import list_tasks
 from pos_agent.envs.clindiag.data import ClinDiagData
 from pos_agent.envs.clindiag.environment import ClinDiagEnvironment
 
@@ -76,6 +84,17 @@ def case_turns(case_id: str, data_dir: str | None = None) -> list[Turn]:
     return turns
 
 
+def rca_turns(case_id: str, data_dir: str | None = None, steps: int = 50) -> list[Turn]:
+    """The first `steps` turns of one RCA incident under the fixed round robin."""
+    from pos_agent.perf.baselines import record
+
+    recording = record(case_id, Path(data_dir) if data_dir else None, steps)
+    return [
+        Turn(i + 1, action, observation.text)
+        for i, (action, observation) in enumerate(recording.turns[:steps])
+    ]
+
+
 def first_fire(turns: Sequence[Turn], threshold: int, keep_last: int) -> int | None:
     """The step at whose decision the trigger first fires (no summary yet), or None."""
     for seen in range(1, len(turns) + 1):
@@ -87,6 +106,7 @@ def first_fire(turns: Sequence[Turn], threshold: int, keep_last: int) -> int | N
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", choices=("clindiag", "rca"), default="clindiag")
     parser.add_argument("--cases", type=int, default=25)
     parser.add_argument(
         "--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS), type=str
@@ -95,12 +115,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     thresholds = [int(t) for t in args.thresholds.split(",") if t.strip()]
     keep_last = AconSettings(threshold_tokens=1, summary_tokens=1).keep_last_turns
-    ids = ClinDiagData.locate(args.data_dir).common_ids()[: args.cases]
-    per_case = [case_turns(case_id, args.data_dir) for case_id in ids]
+    if args.bench == "clindiag":
+        ids = ClinDiagData.locate(args.data_dir).common_ids()[: args.cases]
+        per_case = [case_turns(case_id, args.data_dir) for case_id in ids]
+        what = f"clindiag common: {len(ids)} cases x {len(QUESTIONS)} questions"
+    else:
+        ids = [t.task_id for t in list_tasks("rca-nezha")][: args.cases]
+        per_case = [rca_turns(case_id, args.data_dir) for case_id in ids]
+        what = f"rca-nezha: {len(ids)} incidents x 50 turns of one call"
+    turns_per_case = len(per_case[0])
     sizes = sorted(t.tokens for turns in per_case for t in turns)
     p90 = sizes[int(0.9 * (len(sizes) - 1))]
     print(
-        f"clindiag common: {len(ids)} cases x {len(QUESTIONS)} questions = {len(sizes)} turns; "
+        f"{what} = {len(sizes)} turns; "
         f"turn tokens median={statistics.median(sizes):.0f} p90={p90} max={sizes[-1]}"
     )
     summary = []
@@ -110,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         at = f"first at step {statistics.median(fired):.0f} (median)" if fired else "never"
         print(f"T={threshold}: fires in {len(fired)}/{len(ids)} cases; {at}")
         summary.append(f"T={threshold}: {len(fired)}/{len(ids)}")
-    print(f"fires within {len(QUESTIONS)} turns: " + " ".join(summary))
+    print(f"fires within {turns_per_case} turns: " + " ".join(summary))
 
 
 if __name__ == "__main__":

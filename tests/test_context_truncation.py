@@ -135,3 +135,20 @@ def test_a_cut_manager_plan_is_no_plan_and_the_round_takes_no_action() -> None:
     assert [r.route for r in outcome.rounds] == ["invalid", "invalid"]
     assert all(r.manager_text is None for r in outcome.rounds)
     assert decisions == [] and outcome.actions == 0
+
+
+def test_pace_never_keeps_a_cut_chunk_summary() -> None:
+    from pos_agent.agents.context import LexicalScorer, PaceMemory, PaceSettings
+
+    respond, _ = cut_then(cuts=100)
+    caller = ModelCaller(ScriptedModel(respond))
+    memory = PaceMemory("task", PaceSettings(), caller, LexicalScorer(), step_budget=10)
+    for step in range(1, 5):
+        memory.add(Turn(step, f"go to place {step}", f"You arrive at place {step}."))
+        memory.context(step)
+    summarized = [c for c in memory.chunks.values() if c.detailed is not None]
+    assert summarized, "the aged chunks were summarized"
+    for chunk in summarized:
+        assert CUT not in (chunk.detailed or "") and CUT not in (chunk.brief or "")
+        assert (chunk.detailed or "").startswith("(no summary; start of the observation)")
+        assert chunk.summary_failures == 2

@@ -114,3 +114,11 @@ def test_the_auditor_view_offers_only_the_classified_readers() -> None:
     view = auditor_view(Observation(text="x", tools=tools), "loca")
     offered = [t["name"] for t in view.tools or []]
     assert offered == ["filesystem_read_file", "email_get_emails", "finish"]
+
+
+def test_the_servers_own_annotation_wins_over_the_table() -> None:
+    hinted = with_access(
+        {"name": "filesystem_read_file", "description": "[filesystem] r", "read_only": False}
+    )
+    assert hinted["read_only"] is False
+    assert with_access({"name": "claim_done_claim_done", "read_only": True})["read_only"] is False

@@ -11,6 +11,9 @@ files, accounts or sessions), whatever its name says. A query tool that also run
 `extract_pdf_pages`, `storage_download_file`), a code runner (`python_execute`,
 `run_command`) and a session change (`login`, `logout`) are `write`.
 
+At run time the bridge passes each server's `readOnlyHint` on with the tool, and it wins over
+the table (which follows it for the two servers that give one).
+
 Tool names reach the agent as `<server>_<tool>` (LOCA's multi-server MCP client prefixes them)
 with a `[<server>]` description prefix; `access` strips the prefix. A tool that is not listed
 here (another checkout, a new server) is `write`: never offered to a read-only role.
@@ -365,6 +368,10 @@ def access(name: str, description: str = "") -> Access:
 
 
 def with_access(tool: Mapping[str, Any]) -> dict[str, Any]:
-    """The tool's spec with the flags the LongHorizon roles read: `read_only` and `terminal`."""
+    """The tool's spec with the flags the LongHorizon roles read: `read_only` and `terminal`.
+    A `read_only` the spec already has is the server's own `readOnlyHint` (the bridge passes
+    it on) and wins; otherwise the table decides."""
     kind = access(str(tool.get("name", "")), str(tool.get("description", "")))
-    return {**tool, "read_only": kind == "read", "terminal": kind == "submit"}
+    hint = tool.get("read_only")
+    read_only = hint if isinstance(hint, bool) and kind != "submit" else kind == "read"
+    return {**tool, "read_only": read_only, "terminal": kind == "submit"}

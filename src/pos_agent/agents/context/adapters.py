@@ -29,7 +29,7 @@ from pos_agent.agents.context.lookups import (
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.agents.context.turns import Turn
-from pos_agent.agents.schemas import SUBGOAL_FIELD
+from pos_agent.roles.schemas import SUBGOAL_FIELD
 from pos_agent.events import (
     AconContextEvent,
     CompressionEvent,

@@ -29,7 +29,6 @@ from pos_agent.agents.context.lookups import (
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.agents.context.turns import Turn
-from pos_agent.roles.schemas import SUBGOAL_FIELD
 from pos_agent.events import (
     AconContextEvent,
     CompressionEvent,
@@ -38,6 +37,7 @@ from pos_agent.events import (
     PaceContextEvent,
     SubgoalEvent,
 )
+from pos_agent.roles.schemas import SUBGOAL_FIELD
 
 ACON_NOTE = (
     "Your older steps may be replaced by a summary of them (<HISTORY_SUMMARY>); the steps after "

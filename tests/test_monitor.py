@@ -80,11 +80,34 @@ def test_a_progress_label_or_callable_replaces_novelty() -> None:
     assert not report.trapped  # every other step counts as progress: 2 of 4 stuck
 
 
-def test_progress_that_returns_to_an_earlier_observation_does_not_count() -> None:
+def test_a_progress_label_wins_over_an_unchanged_observation() -> None:
+    # A poll the caller knows advanced: nothing visible changes, the label says progress.
     monitor = TrapMonitor()
-    for _ in range(6):
-        report = monitor.observe("stir", "You stir the pot.", progress=1)
+    for _ in range(8):
+        report = monitor.observe("job_status", "Job 42 is running.", progress=1)
+    assert not report.trapped and report.reading == "productive"
+
+
+def test_a_progress_label_does_not_hide_a_cycle() -> None:
+    # A label that counts every step into one room as progress: the world keeps coming back.
+    monitor = TrapMonitor()
+    for i in range(8):
+        room = "kitchen" if i % 2 else "pantry"
+        report = monitor.observe(f"go to the {room}", f"You are in the {room}.", progress=i % 2)
+    assert report.trapped and report.pattern == "cycle"
+
+
+def test_a_progress_label_of_zero_wins_over_novelty() -> None:
+    # Every output carries a fresh token the volatile rules do not know; the caller says no.
+    monitor = TrapMonitor()
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    for word in words:
+        report = monitor.observe("curl http://svc/health", f"502 Bad Gateway {word}", progress=0)
     assert report.trapped and report.pattern == "static"
+    unlabelled = TrapMonitor()
+    for word in words:
+        free = unlabelled.observe("curl http://svc/health", f"502 Bad Gateway {word}")
+    assert not free.trapped  # without a label, first-seen words are exploration
 
 
 def test_reset_starts_a_new_episode() -> None:

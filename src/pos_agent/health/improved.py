@@ -43,8 +43,13 @@ from pos_agent.health.window import (
     judged_report,
 )
 
-StepKind = Literal["productive", "static", "cycle", "drift", "unexplained"]
+StepKind = Literal[
+    "productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"
+]
 _STUCK = ("static", "cycle", "drift")
+_NOT_STUCK = ("productive", "exploring", "waiting")
+MAX_PERIOD = 5
+"""The longest repeating call sequence read from the actions (Gemini CLI looks for 1-5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +57,19 @@ class TransitionReading:
     """How the improved diagnosis reads one transition of the window."""
 
     kind: StepKind
-    """`productive`, or why it was not: `static`, `cycle`, `drift` or `unexplained`."""
+    """`productive`; `exploring` (no progress, but first-seen things: not stuck); `waiting` (a
+    repetition the caller declared normal); or why it was none: `static`, `cycle`, `drift` or
+    `unexplained` (nothing repeated and nothing new: not counted as stuck)."""
 
     returns: tuple[int, ...]
     """Every lag 1..L at which the world is the same as it was (1 = unchanged), ascending."""
 
     novel: int
     """First-seen entity keys this transition brought (within the window when not given)."""
+
+    repeats: tuple[int, ...] = ()
+    """Periods 1..5 at which the action repeats (see `WindowStep.action`); empty when the
+    actions are unknown or do not repeat."""
 
 
 def changed_keys(a: WorldKeys, b: WorldKeys) -> int:
@@ -137,20 +148,82 @@ class _Reader:
         for lag in range(1, (self.max_lag if self.max_lag < i else i) + 1):
             if _same(world, steps[i - lag].world, tolerance):
                 returns += (lag,)
+        repeats = _action_repeats(steps, i)
         novel = self._novel(i)
         kind: StepKind
-        if novel > 0 or (step.progress == 1 and not returns):
+        if step.expected:
+            kind = "waiting"
+        elif step.labelled:
+            # The caller's label wins over novelty both ways. A label of progress is trusted
+            # even when nothing visible changed (a poll the caller knows advanced), but not on
+            # a return to a world left within the last L steps: a cycle gives back its gains.
+            cycle_return = bool(returns) and returns[0] != 1
+            if step.progress == 1 and not cycle_return:
+                kind = "productive"
+            elif novel > 0 and not repeats:
+                kind = "exploring"
+            else:
+                kind = self._stuck_kind(i, returns, repeats, novel)
+        elif novel > 0 or (step.progress == 1 and not returns):
             kind = "productive"
-        elif returns and returns[0] == 1:
-            kind = "static"
-        elif returns:
-            kind = "cycle"
-        elif _nonempty(step.focus) and _same(step.focus, steps[i - 1].focus, tolerance):
-            # An empty projection says nothing about what the change touched (DESIGN §2).
-            kind = "drift"
         else:
-            kind = "unexplained"
-        return TransitionReading(kind, returns, novel)
+            kind = self._stuck_kind(i, returns, repeats, novel)
+        return TransitionReading(kind, returns, novel, repeats)
+
+    def _stuck_kind(
+        self, i: int, returns: tuple[int, ...], repeats: tuple[int, ...], novel: int
+    ) -> StepKind:
+        """Why a transition without progress is not progress: what repeated, or what changed."""
+        steps, tolerance = self.steps, self.tolerance
+        step, previous = steps[i], steps[i - 1]
+        if returns and returns[0] == 1:
+            # The world did not change. With a belief, an observation that changed (and does
+            # not repeat the call's last outcome) shows actions taking effect on things the
+            # belief does not track: drift, unless the same call is being repeated.
+            if (
+                step.observation is not None
+                and previous.observation is not None
+                and step.observation != previous.observation
+                and 1 not in repeats
+                and not _cycles(repeats)
+            ):
+                return "drift"
+            return "static"
+        if returns:
+            return "cycle"
+        if _cycles(repeats) and novel == 0:
+            return "cycle"
+        if 1 in repeats and step.labelled:
+            # The same call again, and the caller says it got nowhere: whatever its output
+            # shows, the agent is repeating itself.
+            return "static"
+        if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
+            # An empty projection says nothing about what the change touched (DESIGN §2).
+            return "drift"
+        return "unexplained"
+
+
+def _cycles(repeats: tuple[int, ...]) -> bool:
+    return any(period > 1 for period in repeats)
+
+
+def _action_repeats(steps: Sequence[WindowStep], i: int) -> tuple[int, ...]:
+    """Periods 1..MAX_PERIOD at which the call into step i repeats: period 1 when it is the
+    previous call again; p >= 2 when it and the call before it repeat the two calls p steps
+    earlier and differ from each other (an A/B alternation, a cycle of 3-5 calls)."""
+    action = steps[i].action
+    if action is None:
+        return ()
+    found: tuple[int, ...] = ()
+    if steps[i - 1].action == action:
+        found += (1,)
+    previous = steps[i - 1].action
+    if previous is None or previous == action:
+        return found
+    for period in range(2, min(MAX_PERIOD, i - 1) + 1):
+        if steps[i - period].action == action and steps[i - 1 - period].action == previous:
+            found += (period,)
+    return found
 
 
 def read_transitions(
@@ -161,12 +234,20 @@ def read_transitions(
     return [None, *(reader(i) for i in range(1, len(steps)))]
 
 
+def read_latest(steps: Sequence[WindowStep], config: HealthConfig) -> TransitionReading | None:
+    """The reading of the last transition of the window (None with fewer than two steps)."""
+    window = list(steps[-config.window :]) if steps else []
+    if len(window) < 2:
+        return None
+    return _Reader(window, config)(len(window) - 1)
+
+
 def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
     """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
     run: list[TrapPattern] = []
     for i in range(last, 0, -1):
         kind = reader(i).kind
-        if kind == "productive":
+        if kind in _NOT_STUCK:
             break
         if kind != "unexplained":
             run.append(kind)
@@ -200,7 +281,9 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     if not judged:
         return HealthReport(ready=False)
     stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
-    stuck_returns = [r.returns for r in judged if r.returns and r.kind != "productive"]
+    stuck_returns = [
+        r.returns or r.repeats for r in judged if (r.returns or r.repeats) and r.kind in _STUCK
+    ]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)
     # Persistence over the states after each judged transition, as Eq. 5a reads the window.

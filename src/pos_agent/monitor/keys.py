@@ -32,7 +32,8 @@ _FUNCTION_WORD_TEXT = (
     "have has had do does did done get got see seen look looks like well now again only up out "
     "off down about around back yet still ever"
 )
-_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+_FUNCTION_WORDS = FUNCTION_WORDS
 
 EMPTY_KEYS = WorldKeys(frozenset(), frozenset(), frozenset())
 

@@ -1,0 +1,211 @@
+"""Volatile tokens: the parts of a tool's output (or of an action) that change on every call
+while nothing that matters changed, replaced by a placeholder before any key is made.
+
+A failing `curl` prints a new timestamp and request id each time, a test run ends "in 0.53s",
+a download prints a new speed. Counted as first-seen things, such tokens make a loop look like
+exploration. `normalise` rewrites them with an ordered list of `VolatileRule`s; novelty, world
+keys and action keys are all made from what is left.
+
+The rules run in the order of `DEFAULT_RULES` (more specific shapes first: a timestamp before
+the clock time and the date inside it, a UUID before the hex rule, a size-per-second before a
+plain size). Each replaces a match with its placeholder (`<time>`, `<uuid>`, ...), so two outputs
+that differ only in volatile tokens normalise to the same text. Numbers that carry meaning are
+left alone: counts such as "3 failed, 7 passed", line numbers, exit codes and page numbers are
+not volatile here. A caller adds rules of its own (`TrapMonitor(volatile=...)`,
+`Normaliser(extra=...)`), which run after the defaults, or replaces the list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_RULES", "Normaliser", "VolatileRule", "normalise"]
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileRule:
+    """One kind of volatile token: a regular expression and what replaces each match."""
+
+    name: str
+    """Short name, e.g. `uuid`; names the rule in docs and tests."""
+
+    pattern: str
+    """The regular expression (Python `re` syntax, compiled case-insensitively)."""
+
+    placeholder: str
+    """What replaces each match; may use group references such as `\\g<key>`."""
+
+    needs_digit: bool = False
+    """The pattern only matches text with a digit in it, so texts without one skip it."""
+
+    def compile(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE)
+
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_WEEKDAY = r"(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?"
+_CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s?[ap]\.?m\.?\b)?"
+_ZONE = r"(?:\s?(?:z\b|utc|gmt|[a-z]{3,4}t\b|[+-]\d{2}:?\d{2}\b))?"
+_NUMBER = r"\d+(?:[.,]\d+)?"
+_DURATION_UNIT = (
+    r"(?:ns|nanoseconds?|us|µs|microseconds?|ms|msecs?|milliseconds?|s|secs?|seconds?"
+    r"|m|mins?|minutes?|h|hrs?|hours?)"
+)
+_SIZE_UNIT = r"(?:[kmgtp]i?b|[kmgtp]|bytes?|b)"
+
+DEFAULT_RULES: tuple[VolatileRule, ...] = (
+    # 2026-12-01T09:39:52.123Z, 2026-12-01 09:39:52,123 +0000
+    VolatileRule(
+        "iso_timestamp",
+        r"\b\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?" + _ZONE,
+        "<time>", needs_digit=True),
+    # Tue, 01 Dec 2026 09:39:52 GMT; Tue Dec  1 09:39:52 UTC 2026; Dec  1 09:39:52 (syslog)
+    VolatileRule(
+        "written_timestamp",
+        rf"\b(?:{_WEEKDAY},?\s+)?(?:\d{{1,2}}\s+{_MONTH}|{_MONTH}\s+\d{{1,2}}),?"
+        rf"(?:\s+\d{{4}})?\s+{_CLOCK}{_ZONE}(?:\s+\d{{4}}\b)?",
+        "<time>", needs_digit=True),
+    # 1764581992 or 1764581992123: Unix seconds or milliseconds from 2001 to 2286
+    VolatileRule("epoch_time", r"(?<![\w.])1\d{9}(?:\d{3})?(?![\w.])", "<time>", needs_digit=True),
+    # 2026-12-01, 2026/12/01, 01/12/2026, 1 Dec 2026
+    VolatileRule(
+        "date",
+        rf"\b(?:\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}}|\d{{1,2}}/\d{{1,2}}/\d{{4}}"
+        rf"|\d{{1,2}}\s+{_MONTH}\s+\d{{4}})\b",
+        "<date>", needs_digit=True),
+    # 09:39:52, 09:39:52.123, 9:39 pm (a clock, not a ratio: two digits after the colon)
+    VolatileRule("clock_time", rf"(?<![\w:]){_CLOCK}(?![\w:])", "<time>", needs_digit=True),
+    # 123e4567-e89b-12d3-a456-426614174000
+    VolatileRule(
+        "uuid",
+        r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b",
+        "<uuid>",
+    ),
+    # 0x7f3a2b1c4d00
+    VolatileRule("memory_address", r"\b0x[0-9a-f]{4,}\b", "<addr>", needs_digit=True),
+    # request_id=abc123, X-Request-Id: 9f8e..., trace-id "4bf92f...", "id": "evt_12ab"
+    VolatileRule(
+        "labelled_id",
+        r"(?P<key>\b(?:x-)?(?:request|req|trace|span|correlation|session|event|run|message|msg"
+        r"|call|chatcmpl|completion|job|task|build|container|pod|commit)[-_ ]?id\b[\"']?\s*[:=]?\s*"
+        r"[\"']?)[\w.:-]*\d[\w.:-]*",
+        r"\g<key><id>", needs_digit=True),
+    # req_8f3a9c21, evt-01HZX3..., chatcmpl-AbC123xyz, call_x9Y8z7: a prefix and a mixed id
+    VolatileRule(
+        "prefixed_id",
+        r"\b(?:req|request|evt|event|trace|span|run|msg|call|chatcmpl|cmpl|sess|job|task|txn|op)"
+        r"[-_](?=[\w-]*\d)(?=[\w-]*[a-z])[a-z0-9][\w-]{5,}\b",
+        "<id>", needs_digit=True),
+    # sha256 digests, git shas (7+ hex with a digit and a letter), container ids
+    VolatileRule(
+        "hex_id",
+        r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b",
+        "<hex>", needs_digit=True),
+    # /tmp/pytest-of-root/pytest-12/x, /var/folders/..., C:\Users\me\AppData\Local\Temp\x
+    VolatileRule(
+        "temp_path",
+        r"(?:/(?:private/)?(?:tmp|var/tmp|var/folders|dev/shm)/|[a-z]:\\(?:[^\\\s]+\\)*?temp\\)"
+        r"[^\s\"'<>),;]*",
+        "<tmp>",
+    ),
+    # 10.0.0.12:8080, 127.0.0.1, [::1]:5432
+    VolatileRule(
+        "ip_address",
+        r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b|\[(?=[0-9a-f:]*:)[0-9a-f:]+\](?::\d{2,5})?",
+        "<ip>", needs_digit=True),
+    # localhost:8080, host.docker.internal:5432, "port 8080", port=8080
+    VolatileRule(
+        "port",
+        r"(?P<key>\blocalhost:|\b[\w-]+\.(?:local|internal|svc|cluster\.local):|\bport[\s:=]+)"
+        r"\d{2,5}\b",
+        r"\g<key><port>", needs_digit=True),
+    # pid 4242, PID=4242, (pid: 4242), process 4242, worker[4242]
+    VolatileRule(
+        "pid",
+        r"(?P<key>\b(?:pid|process|thread|tid)\b[\s:=#]*|\b[a-z][\w-]*\[)\d{2,7}(?P<end>\]?)",
+        r"\g<key><pid>\g<end>", needs_digit=True),
+    # 12.3 kB/s, 1.2M/s, 300 req/s
+    VolatileRule(
+        "rate",
+        rf"\b{_NUMBER}\s?(?:{_SIZE_UNIT}|req|reqs|requests|ops|it|items|tokens)/s(?:ec)?\b",
+        "<rate>", needs_digit=True),
+    # in 0.53s, 12ms, 1m30s, 2 minutes, 1.2 sec, 00:00:03.2 handled by clock_time
+    VolatileRule(
+        "duration",
+        rf"\b{_NUMBER}\s?{_DURATION_UNIT}(?:\s?{_NUMBER}\s?{_DURATION_UNIT})*\b",
+        "<duration>", needs_digit=True),
+    # 1.2 MB, 512KiB, 1024 bytes
+    VolatileRule("size", rf"\b{_NUMBER}\s?(?:[kmgtp]i?b|bytes)\b", "<size>", needs_digit=True),
+    # 45%, 45.2 %
+    VolatileRule("percentage", rf"\b{_NUMBER}\s?%", "<pct>", needs_digit=True),
+    # [=====>    ], |█████▌   |, ##########
+    VolatileRule(
+        "progress_bar",
+        r"\[[=#>\-. ]{3,}\]|\|[█▉▊▋▌▍▎▏░▒▓#= ]{3,}\||[█▉▊▋▌▍▎▏░▒▓#]{4,}",
+        "<bar>",
+    ),
+    # a meter's count in brackets: [3/10], ( 12/100)
+    VolatileRule("meter_count", r"(?<=[\[(])\s*\d+\s?/\s?\d+\s*(?=[\])])", "<n>/<n>", needs_digit=True),
+    # 1532 tokens, tokens: 1532
+    VolatileRule(
+        "token_count",
+        r"\b\d+(?P<unit>\s(?:prompt |completion |input |output )?tokens?)\b"
+        r"|(?P<key>\btokens?\b\s*[:=]\s*)\d+",
+        r"\g<key><n>\g<unit>",
+        needs_digit=True,
+    ),
+    # retry 3, attempt #4, poll 12, 42 remaining, uptime 311: a countdown or a tick counter
+    VolatileRule(
+        "countdown",
+        r"(?P<key>\b(?:retry|retries|attempt|try|tries|tick|poll|iteration|iter|epoch"
+        r"|remaining|elapsed|uptime|countdown|seq|sequence)\b\s*[#:=]?\s*)\d+",
+        r"\g<key><n>",
+        needs_digit=True,
+    ),
+)
+"""The default rules, in the order they run. `docs/monitor.md` lists them with examples."""
+
+
+class Normaliser:
+    """Applies an ordered list of volatile rules to texts, with a bounded cache (agents repeat
+    themselves, which is what the monitor is looking for)."""
+
+    _CACHE_LIMIT = 50_000
+
+    def __init__(
+        self,
+        rules: Iterable[VolatileRule] = DEFAULT_RULES,
+        *,
+        extra: Iterable[VolatileRule] = (),
+    ) -> None:
+        self.rules: tuple[VolatileRule, ...] = (*rules, *extra)
+        self._compiled = [(r.compile(), r.placeholder, r.needs_digit) for r in self.rules]
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        """`text` with every volatile token replaced by its rule's placeholder."""
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        result = text
+        # Many texts hold no digit at all, and most default rules need one.
+        digits = _DIGIT.search(text) is not None
+        for pattern, placeholder, needs_digit in self._compiled:
+            if digits or not needs_digit:
+                result = pattern.sub(placeholder, result)
+        if len(self._cache) < self._CACHE_LIMIT:
+            self._cache[text] = result
+        return result
+
+
+_DIGIT = re.compile(r"\d")
+_DEFAULT = Normaliser()
+
+
+def normalise(text: str, rules: Iterable[VolatileRule] | None = None) -> str:
+    """`text` with its volatile tokens replaced (the default rules unless `rules` is given)."""
+    if rules is None:
+        return _DEFAULT(text)
+    return Normaliser(rules)(text)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pos_agent.health.distance import WorldKeys
@@ -288,7 +288,7 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     lag = _period(stuck_returns)
     # Persistence over the states after each judged transition, as Eq. 5a reads the window.
     tail = window[-len(judged) :]
-    return judged_report(
+    report = judged_report(
         config,
         tail,
         ready,
@@ -298,3 +298,8 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
         pressure=stagnation,
         pattern=lambda: _pattern(reader, len(window) - 1),
     )
+    if report.trapped and report.pattern is None:
+        # The latest transition made progress or explored: the agent is out, whatever the
+        # earlier steps of the window say, and there is no pattern to name.
+        return replace(report, trapped=False, blocked=None)
+    return report

@@ -40,18 +40,22 @@ class VolatileRule:
     needs_digit: bool = False
     """The pattern only matches text with a digit in it, so texts without one skip it."""
 
+    ignore_case: bool = True
+    """Match without regard to case (units such as `M` for mega and `m` for minutes need it
+    off)."""
+
     def compile(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE)
+        return re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
 
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _WEEKDAY = r"(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?"
 _CLOCK = r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s?[ap]\.?m\.?\b)?"
-_ZONE = r"(?:\s?(?:z\b|utc|gmt|[a-z]{3,4}t\b|[+-]\d{2}:?\d{2}\b))?"
+_ZONE = r"(?:\s?(?:z\b|utc\b|gmt\b|[ecmpa][sd]t\b|cest?\b|bst\b|ist\b|jst\b|[+-]\d{2}:?\d{2}\b))?"
 _NUMBER = r"\d+(?:[.,]\d+)?"
 _DURATION_UNIT = (
     r"(?:ns|nanoseconds?|us|µs|microseconds?|ms|msecs?|milliseconds?|s|secs?|seconds?"
-    r"|m|mins?|minutes?|h|hrs?|hours?)"
+    r"|m|mins?|minutes?|h|hrs?|hours?|d|days?)"
 )
 _SIZE_UNIT = r"(?:[kmgtp]i?b|[kmgtp]|bytes?|b)"
 
@@ -113,7 +117,8 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
     # 10.0.0.12:8080, 127.0.0.1, [::1]:5432
     VolatileRule(
         "ip_address",
-        r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?\b|\[(?=[0-9a-f:]*:)[0-9a-f:]+\](?::\d{2,5})?",
+        r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d{2,5})?(?!\.?\d)"
+        r"|\[(?=[0-9a-f:]*:)[0-9a-f:]+\](?::\d{2,5})?",
         "<ip>", needs_digit=True),
     # localhost:8080, host.docker.internal:5432, "port 8080", port=8080
     VolatileRule(
@@ -131,13 +136,22 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
         "rate",
         rf"\b{_NUMBER}\s?(?:{_SIZE_UNIT}|req|reqs|requests|ops|it|items|tokens)/s(?:ec)?\b",
         "<rate>", needs_digit=True),
-    # in 0.53s, 12ms, 1m30s, 2 minutes, 1.2 sec, 00:00:03.2 handled by clock_time
+    # in 0.53s, 12ms, 1m30s, 2 minutes, 1.2 sec, age 5d (lower-case units: 1.2M is a size)
     VolatileRule(
         "duration",
         rf"\b{_NUMBER}\s?{_DURATION_UNIT}(?:\s?{_NUMBER}\s?{_DURATION_UNIT})*\b",
-        "<duration>", needs_digit=True),
-    # 1.2 MB, 512KiB, 1024 bytes
-    VolatileRule("size", rf"\b{_NUMBER}\s?(?:[kmgtp]i?b|bytes)\b", "<size>", needs_digit=True),
+        "<duration>",
+        needs_digit=True,
+        ignore_case=False,
+    ),
+    # 1.2 MB, 512KiB, 1024 bytes, 1.2M, 340k (upper-case M: a minute is a lower-case m)
+    VolatileRule(
+        "size",
+        rf"\b{_NUMBER}\s?(?:[kKMGTP]i?B|bytes|[KMGTP]\b|k\b)",
+        "<size>",
+        needs_digit=True,
+        ignore_case=False,
+    ),
     # 45%, 45.2 %
     VolatileRule("percentage", rf"\b{_NUMBER}\s?%", "<pct>", needs_digit=True),
     # [=====>    ], |█████▌   |, ##########

@@ -273,13 +273,21 @@ def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
 
 def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> HealthReport:
     """The improved health and diagnosis of the last `config.window` steps (see module doc)."""
+    return assess_and_read(steps, config)[0]
+
+
+def assess_and_read(
+    steps: Sequence[WindowStep], config: HealthConfig
+) -> tuple[HealthReport, TransitionReading | None]:
+    """`assess_improved`, and the reading of the window's last transition (None with fewer
+    than two steps), from one pass over the window."""
     window = list(steps[-config.window :]) if steps else []
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
     reader = _Reader(window, config)
     judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
     if not judged:
-        return HealthReport(ready=False)
+        return HealthReport(ready=False), None
     stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
     stuck_returns = [
         r.returns or r.repeats for r in judged if (r.returns or r.repeats) and r.kind in _STUCK
@@ -301,5 +309,5 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
     if report.trapped and report.pattern is None:
         # The latest transition made progress or explored: the agent is out, whatever the
         # earlier steps of the window say, and there is no pattern to name.
-        return replace(report, trapped=False, blocked=None)
-    return report
+        report = replace(report, trapped=False, blocked=None)
+    return report, judged[-1]

@@ -11,7 +11,7 @@ from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
 from pos_agent.health.recovery import RecoveryConstraint, Transition, compose_recovery
 from pos_agent.health.window import Diagnosis
-from pos_agent.health.improved import StepKind, read_latest
+from pos_agent.health.improved import StepKind, TransitionReading, assess_and_read, read_latest
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
 from pos_agent.monitor.alarm import (
     NO_ADVICE,
@@ -283,15 +283,22 @@ class TrapMonitor:
         )
         self._world = read.world
         steps = self._window_steps(read)
-        report = assess_window(steps, self.config)
-        return self._judge(report, steps, read, progress_source, novel)
+        latest: TransitionReading | None
+        if self.config.diagnosis == "improved":
+            report, latest = assess_and_read(steps, self.config)
+        else:
+            # Eq. 5-6 judge the window; the step is still read as improved reads it, to name
+            # what it looked like (exploration or drift, a repeat or a poll).
+            report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
+        reading: Reading = latest.kind if latest is not None else "starting"
+        return self._judge(report, reading, read, progress_source, novel)
 
     # -- alarm -----------------------------------------------------------------------------------
 
     def _judge(
         self,
         report: HealthReport,
-        steps: list[WindowStep],
+        reading: Reading,
         read: _Read,
         progress_source: ProgressSource,
         novel: int,
@@ -330,7 +337,7 @@ class TrapMonitor:
             belief_source=read.source,
             progress_source=progress_source,
             novel=novel,
-            reading=self._reading(steps),
+            reading=reading,
             onset=onset,
             trapped_since=self._since,
             escalation=level,
@@ -360,12 +367,6 @@ class TrapMonitor:
         )
         self._last = result
         return result
-
-    def _reading(self, steps: list[WindowStep]) -> Reading:
-        # Read as the improved diagnosis reads it, whichever diagnosis judged the window: it
-        # names what the step looked like (exploration or drift, a repeat or a poll).
-        reading = read_latest(steps, self.config)
-        return reading.kind if reading is not None else "starting"
 
     # -- inputs ----------------------------------------------------------------------------------
 

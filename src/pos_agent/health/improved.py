@@ -156,9 +156,12 @@ class _Reader:
         elif step.labelled:
             # The caller's label wins over novelty both ways. A label of progress is trusted
             # even when nothing visible changed (a poll the caller knows advanced), but not on
-            # a return to a world left within the last L steps: a cycle gives back its gains.
-            cycle_return = bool(returns) and returns[0] != 1
-            if step.progress == 1 and not cycle_return:
+            # a step that closes a loop (back to a world left 2..L steps ago, or the calls of
+            # 2..5 steps ago again): a loop gives back whatever it gained.
+            closes_loop = (bool(returns) and returns[0] != 1) or (
+                _cycles(repeats) and 1 not in repeats
+            )
+            if step.progress == 1 and not closes_loop:
                 kind = "productive"
             elif novel > 0 and not repeats:
                 kind = "exploring"
@@ -177,15 +180,16 @@ class _Reader:
         steps, tolerance = self.steps, self.tolerance
         step, previous = steps[i], steps[i - 1]
         if returns and returns[0] == 1:
-            # The world did not change. With a belief, an observation that changed (and does
-            # not repeat the call's last outcome) shows actions taking effect on things the
-            # belief does not track: drift, unless the same call is being repeated.
+            # The world did not change. Calls going round a loop are a cycle the world does
+            # not show. With a belief, an observation that changed shows actions taking effect
+            # on things the belief does not track: drift, unless the same call is repeated.
+            if _cycles(repeats) and 1 not in repeats:
+                return "cycle"
             if (
                 step.observation is not None
                 and previous.observation is not None
                 and step.observation != previous.observation
                 and 1 not in repeats
-                and not _cycles(repeats)
             ):
                 return "drift"
             return "static"
@@ -201,6 +205,15 @@ class _Reader:
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
         return "unexplained"
+
+
+def _loop_lags(reading: TransitionReading) -> tuple[int, ...]:
+    """The lags a stuck transition repeats at: for a cycle, its world's returns of 2..L steps,
+    else the periods of its calls; otherwise its returns (1: unchanged) or call repeats."""
+    if reading.kind == "cycle":
+        world = tuple(lag for lag in reading.returns if lag > 1)
+        return world or tuple(period for period in reading.repeats if period > 1)
+    return reading.returns or reading.repeats
 
 
 def _cycles(repeats: tuple[int, ...]) -> bool:
@@ -289,9 +302,7 @@ def assess_and_read(
     if not judged:
         return HealthReport(ready=False), None
     stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
-    stuck_returns = [
-        r.returns or r.repeats for r in judged if (r.returns or r.repeats) and r.kind in _STUCK
-    ]
+    stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)
     # Persistence over the states after each judged transition, as Eq. 5a reads the window.

@@ -13,12 +13,14 @@ from rich.console import Console
 
 from pos_agent.cli._common import progress_bar
 from pos_agent.cli.app import app
+from pos_agent.trapbench.families import FAMILY_CHOICES
 
 console = Console(highlight=False, soft_wrap=True)
 trapbench_app = typer.Typer(
     help=(
-        "Trap detection benchmark: real TextWorld games, trajectories with labelled injected "
-        "traps (static, cycle, drift) and exploration, and detectors compared on them."
+        "Trap detection benchmark: two labelled corpus families (real TextWorld games; a "
+        "tool-using agent in a simulated workspace), each with injected traps and productive "
+        "repetition, and detectors compared on them."
     ),
     no_args_is_help=True,
 )
@@ -36,8 +38,20 @@ def make(
         int | None,
         typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
     ] = None,
+    family: Annotated[
+        str, typer.Option(help="Which corpus family to build: textworld, tools or all.")
+    ] = "all",
+    trajectories: Annotated[
+        int, typer.Option(help="Tool-agent trajectories (the tools family).", min=1)
+    ] = 120,
 ) -> None:
-    """Generate games with TextWorld (offline) and play their labelled trajectories.
+    """Build the corpus families: TextWorld games (offline) and the tool-agent workspace.
+
+    The tools family (`--family tools`) is a scripted tool-using agent in a simulated
+    workspace (files, a test runner, an HTTP service, a job queue, a search tool), generated
+    from the seed in seconds into OUT/tools/: injected repeats, alternations, cycles of 3-5
+    calls, semantic loops and polls that never finish, and productive repetition that must not
+    alarm (tests re-run after real edits, paging, many distinct files, a poll that finishes).
 
     Each game slot gets the game's walkthrough and three runs along the winning plan with
     injected segments: static (a repeated no-op), cycle (2-3 rooms or one container toggled),
@@ -53,6 +67,22 @@ def make(
     """
     from pos_agent.trapbench.corpus import CorpusMaker, SlotResult, remove_scratch
 
+    if family not in FAMILY_CHOICES:
+        console.print(f"[red]error:[/] --family must be one of {', '.join(FAMILY_CHOICES)}")
+        raise typer.Exit(2)
+    if family in ("tools", "all"):
+        from pos_agent.trapbench.toolagent.corpus import write_tools_corpus
+
+        started = time.monotonic()
+        path, built = write_tools_corpus(out, trajectories, seed)
+        segments = ", ".join(f"{k} {n}" for k, n in built.segments.items())
+        console.print(
+            f"tools corpus: {path}  ({built.trajectories} trajectories, {built.steps} steps; "
+            f"segments: {segments}; {time.monotonic() - started:.1f}s)"
+        )
+        if family == "tools":
+            console.print(f"next: pos trapbench eval {out}")
+            return
     count = workers or min(2, os.cpu_count() or 1)
     try:
         maker = CorpusMaker(out, games, seed, workers=count)

@@ -142,47 +142,60 @@ def make(
 def evaluate_command(
     corpus: Annotated[Path, typer.Argument(help="Corpus folder made by `pos trapbench make`.")],
     out: Annotated[
-        Path | None, typer.Option(help="Where to write the table (default: CORPUS/results).")
+        Path | None, typer.Option(help="Where to write the tables (default: CORPUS/results).")
     ] = None,
 ) -> None:
-    """Run every detector over the corpus and print one table.
+    """Run every detector over each corpus family and print one table per family and overall.
 
-    Detectors: belief health `improved` and `paper` (Eq. 5-6), each with the oracle belief and
-    model-free (observations only), through `pos_agent.monitor.TrapMonitor`; and the
-    exact-repeat rules of OpenHands, Gemini CLI and AgentBoard. Columns: recall per pattern
-    (a segment counts when an alarm starts in it or within 2 steps after), median delay (steps
-    from the segment's first step to that start), false alarms and new alarm starts per 100
-    non-trap steps, pattern accuracy, and the share of clean runs and of exploration segments
-    with any alarm. Writes table.md, table.csv and table.png.
+    Detectors: belief health `improved` and `paper` (Eq. 5-6), each with the belief written
+    from the true state (TextWorld's oracle facts, the workspace's seen facts) and model-free
+    (actions and observations only), through `pos_agent.monitor.TrapMonitor`; and the anchors'
+    rules at their current documented behaviour: the OpenHands SDK, Gemini CLI, OpenRouter's
+    doomLoop, a hashed-call proxy and AgentBoard. Columns: recall per trap kind (a segment
+    counts when an alarm starts in it or within 2 steps after), median delay (steps from the
+    segment's first step to that start), alarmed steps and new alarm starts per 100 non-trap
+    steps, the share of productive segments with any alarm, pattern right (the diagnosis at the
+    detecting start), and the share of clean runs with any alarm. Writes table.md, table.csv
+    and table.png.
 
     Example: pos trapbench eval traps
     """
     from pos_agent.trapbench.evaluate import (
+        TARGETED,
         evaluate,
-        load_corpus,
+        load_families,
         markdown_table,
+        overall,
         summary_line,
         target_check,
         write_outputs,
     )
 
     try:
-        trajectories = load_corpus(corpus)
+        families = load_families(corpus)
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    if not trajectories:
+    if not any(families.values()):
         console.print(f"[red]error:[/] {corpus} holds no trajectories")
         raise typer.Exit(2)
     started = time.monotonic()
-    evaluation = evaluate(
-        trajectories, on_detector=lambda name: console.print(f"[dim]running {name}[/]")
-    )
-    console.print(summary_line(evaluation))
-    console.print(markdown_table(evaluation), markup=False)
-    for line in target_check(evaluation):
-        console.print(line, markup=False)
-    paths = write_outputs(evaluation, out or corpus / "results")
+    evaluations = [
+        evaluate(runs, family=name, on_detector=lambda n: console.print(f"[dim]running {n}[/]"))
+        for name, runs in families.items()
+        if runs
+    ]
+    if len(evaluations) > 1:
+        evaluations.append(overall(evaluations))
+    for evaluation in evaluations:
+        console.print(f"\n[bold]{evaluation.family}[/]  {summary_line(evaluation)}")
+        console.print(markdown_table(evaluation), markup=False)
+    console.print()
+    for evaluation in evaluations:
+        for name in TARGETED:
+            for line in target_check(evaluation, name):
+                console.print(line, markup=False)
+    paths = write_outputs(evaluations, out or corpus / "results")
     console.print(
         f"table: {paths['markdown']}  csv: {paths['csv']}  figure: {paths['figure']}  "
         f"({time.monotonic() - started:.1f}s)"

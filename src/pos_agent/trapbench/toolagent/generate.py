@@ -155,7 +155,7 @@ class _Recorder:
                 tool=call.tool,
                 arguments=call.arguments(shuffled),
                 observation=result.text,
-                label=label,  # type: ignore[arg-type]
+                label=label,
                 error=result.error,
                 progress=progress,
                 remaining=after,

@@ -1,6 +1,6 @@
 """The four tasks of a workspace, each with its state, its tools and the agent's plan for it.
 
-- `TestSuite`: bugs behind failing tests; `run_tests` prints pytest's report. Fixed by reading
+- `FailingTests`: bugs behind failing tests; `run_tests` prints pytest's report. Fixed by reading
   the failing line and editing it, some bugs in two edits (the error changes after the first).
 - `Service`: an API behind nginx answers 502 because its database URL has the wrong port;
   `http_request` and `restart_service`; after the fix the API boots for a few steps (503).
@@ -218,7 +218,7 @@ class Bug:
         return 2 * edits + (self.seen != self.stage) + (not self.read)
 
 
-class TestSuite(Task):
+class FailingTests(Task):
     name = "tests"
 
     def __init__(self, ws: Workspace) -> None:
@@ -359,7 +359,12 @@ class TestSuite(Task):
         only = args.get("path")
         files = {f: n for f, n in self.passing.items() if only in (None, f)}
         if not files:
-            return Result(f"ERROR: file or directory not found: {only}\n\nno tests ran", True)
+            took = noise.seconds(0.01, 0.09)
+            return Result(
+                f"ERROR: file or directory not found: {only}\n\n"
+                f"{'=' * 28} no tests ran in {took} {'=' * 28}",
+                error=True,
+            )
         failing = [b for b in self.bugs if b.test_file in files and not b.fixed]
         total = sum(files.values()) + len([b for b in self.bugs if b.test_file in files])
         lines = [
@@ -1354,7 +1359,7 @@ def _cycle(pool: list[Call], rng: Any) -> list[Call]:
 
 
 TASKS: dict[str, type[Task]] = {
-    "tests": TestSuite,
+    "tests": FailingTests,
     "service": Service,
     "pipeline": Pipeline,
     "migration": Migration,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,7 @@ class Workspace:
     """Subjects that appeared in an output (the belief holds their facts)."""
 
     @property
-    def rng(self):  # type: ignore[no-untyped-def]
+    def rng(self) -> random.Random:
         return self.noise.rng
 
     def write(self, path: str, lines: list[str]) -> None:

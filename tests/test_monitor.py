@@ -64,18 +64,21 @@ def stirring(i: int) -> str:
     return "The pot is on the stove. The clock ticks" + " again" * i + "."
 
 
+FIDDLING = ["stir", "wait", "listen", "stir gently", "wait a bit", "listen again"]
+
+
 def test_a_progress_label_or_callable_replaces_novelty() -> None:
     unlabelled, labelled = TrapMonitor(goal="stir the pot"), TrapMonitor(goal="stir the pot")
     for i in range(6):
-        stuck = unlabelled.observe("stir", stirring(i))
-        report = labelled.observe("stir", stirring(i), progress=1)
+        stuck = unlabelled.observe(FIDDLING[i], stirring(i))
+        report = labelled.observe(FIDDLING[i], stirring(i), progress=1)
     assert stuck.trapped and stuck.pattern == "drift" and stuck.progress_source == "novelty"
     assert not report.trapped and report.progress_source == "label"
 
     steps = iter(range(100))
     rising = TrapMonitor(goal="stir the pot", progress=lambda action, text: next(steps) % 2 == 0)
     for i in range(6):
-        report = rising.observe("stir", stirring(i))
+        report = rising.observe(FIDDLING[i], stirring(i))
     assert report.progress_source == "callable"
     assert not report.trapped  # every other step counts as progress: 2 of 4 stuck
 
@@ -108,6 +111,13 @@ def test_a_progress_label_of_zero_wins_over_novelty() -> None:
     for word in words:
         free = unlabelled.observe("curl http://svc/health", f"502 Bad Gateway {word}")
     assert not free.trapped  # without a label, first-seen words are exploration
+
+
+def test_the_same_call_whose_output_only_changes_outside_the_goal_is_static() -> None:
+    monitor = TrapMonitor(goal="stir the pot")
+    for i in range(6):
+        report = monitor.observe("stir", stirring(i))
+    assert report.trapped and report.pattern == "static" and report.forbidden_actions == ("stir",)
 
 
 def test_reset_starts_a_new_episode() -> None:

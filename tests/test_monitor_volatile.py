@@ -60,7 +60,11 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
     "progress_bar": [("[=====>    ] go", "<bar> go"), ("|█████▌   | 3", "<bar> 3")],
     "meter_count": [("[ 3/10] test_a", "[<n>/<n>] test_a"), ("(12/100)", "(<n>/<n>)")],
     "token_count": [("used 1532 tokens", "used <n> tokens"), ("tokens: 88 left", "tokens: <n> left")],
-    "countdown": [("retry 3 of 5", "retry <n> of 5"), ("attempt #4 failed", "attempt #<n> failed")],
+    "counter": [
+        ("retry 3 of 5", "retry <n> of 5"),
+        ("attempt #4 failed", "attempt #<n> failed"),
+        ("plugins: randomly (seed 787350303)", "plugins: randomly (seed <n>)"),
+    ],
 }
 NEGATIVE: dict[str, list[str]] = {
     "iso_timestamp": ["version 2026.12.1", "2026-12-01 is a date only"],
@@ -84,7 +88,7 @@ NEGATIVE: dict[str, list[str]] = {
     "progress_bar": ["[ok]", "a | b | c", "## heading"],
     "meter_count": ["3/10 passed", "src/a/1"],
     "token_count": ["tokenizer 3", "the token is 42x"],
-    "countdown": ["retry later", "page 2", "line 42"],
+    "counter": ["retry later", "page 2", "line 42", "seeds 3"],
 }
 CASES = [(name, text, expected) for name, pairs in POSITIVE.items() for text, expected in pairs]
 NON_CASES = [(name, text) for name, texts in NEGATIVE.items() for text in texts]

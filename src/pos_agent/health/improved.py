@@ -193,14 +193,16 @@ class _Reader:
             ):
                 return "drift"
             return "static"
+        if 1 in repeats and not (returns and step.observation is not None):
+            # The same call again, and nothing new came of it (no progress, no first-seen
+            # thing): whatever else its output shows (a number that moved), it is a repeat.
+            # Only a belief's world coming back to where it was 2..L steps ago (a toggle) says
+            # cycle instead; model-free, the world is the output text, whose noise can repeat.
+            return "static"
         if returns:
             return "cycle"
         if _cycles(repeats) and novel == 0:
             return "cycle"
-        if 1 in repeats and step.labelled:
-            # The same call again, and the caller says it got nowhere: whatever its output
-            # shows, the agent is repeating itself.
-            return "static"
         if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
@@ -208,10 +210,12 @@ class _Reader:
 
 
 def _loop_lags(reading: TransitionReading) -> tuple[int, ...]:
-    """The lags a stuck transition repeats at: for a cycle, its world's returns of 2..L steps,
-    else the periods of its calls; otherwise its returns (1: unchanged) or call repeats."""
+    """The lags a stuck transition repeats at: for a cycle, its world's returns to 2..L steps
+    ago, else the periods of its calls; otherwise its returns (1: unchanged) or call repeats."""
     if reading.kind == "cycle":
-        world = tuple(lag for lag in reading.returns if lag > 1)
+        # A world that did not change at all says nothing of the loop's period; its calls do.
+        returns = reading.returns
+        world = returns if returns and returns[0] != 1 else ()
         return world or tuple(period for period in reading.repeats if period > 1)
     return reading.returns or reading.repeats
 

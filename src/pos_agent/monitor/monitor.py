@@ -281,6 +281,7 @@ class TrapMonitor:
         self._transitions.append(
             Transition(self.step, key.text, observation, label, state_before=self._world)
         )
+        changed = self._world is not None and self._world != read.world
         self._world = read.world
         steps = self._window_steps(read)
         latest: TransitionReading | None
@@ -291,7 +292,7 @@ class TrapMonitor:
             # what it looked like (exploration or drift, a repeat or a poll).
             report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
         reading: Reading = latest.kind if latest is not None else "starting"
-        return self._judge(report, reading, read, progress_source, novel)
+        return self._judge(report, reading, read, progress_source, novel, changed)
 
     # -- alarm -----------------------------------------------------------------------------------
 
@@ -302,6 +303,7 @@ class TrapMonitor:
         read: _Read,
         progress_source: ProgressSource,
         novel: int,
+        changed: bool,
     ) -> MonitorReport:
         alarm = report.trapped and report.pattern is not None
         was_on = self._since is not None
@@ -318,9 +320,11 @@ class TrapMonitor:
                 report,
                 list(self._transitions),
                 read.belief or self._gap_belief,
-                current_state=read.world,
                 # Static recovery forbids what was tried in this same state: within eps_W as
-                # Eq. 6 judges it, or the same records as the improved diagnosis does.
+                # Eq. 6 judges it, or the same records as the improved diagnosis does. A call
+                # repeated while its output kept changing in small ways is static too: then
+                # the repeated no-progress calls are what to forbid, whatever state they saw.
+                current_state=None if changed and reading == "static" else read.world,
                 eps_w=self.config.eps_w if self.config.diagnosis == "paper" else 0.0,
                 max_recent=self.max_recent,
             )

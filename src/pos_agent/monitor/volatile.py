@@ -73,7 +73,7 @@ _ID_PREFIXES = (
 )  # fmt: skip
 _COUNTERS = (
     "retry", "retries", "attempt", "try", "tries", "tick", "poll", "iteration", "iter", "epoch",
-    "remaining", "elapsed", "uptime", "countdown", "seq", "sequence",
+    "remaining", "elapsed", "uptime", "countdown", "seq", "sequence", "seed",
 )  # fmt: skip
 _BAR_CHARS = "█▉▊▋▌▍▎▏░▒▓"
 
@@ -230,14 +230,15 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
         needs_digit=True,
         triggers=("token",),
     ),
-    # retry 3, attempt #4, poll 12, remaining 42, uptime 311: a countdown or a tick counter
+    # retry 3, attempt #4, poll 12, remaining 42, uptime 311, seed 787350303: a countdown, a
+    # tick counter or a random seed
     VolatileRule(
-        "countdown",
+        "counter",
         rf"(?P<key>\b{_words(_COUNTERS)}\b\s*[#:=]?\s*)\d+",
         r"\g<key><n>",
         needs_digit=True,
         triggers=("ret", "att", "tr", "tick", "poll", "iter", "epoch", "remain", "elapsed",
-                  "uptime", "countdown", "seq"),
+                  "uptime", "countdown", "seq", "seed"),
     ),
 )
 """The default rules, in the order they run. `docs/monitor.md` lists them with examples."""

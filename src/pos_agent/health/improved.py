@@ -163,7 +163,10 @@ class _Reader:
             )
             if step.progress == 1 and not closes_loop:
                 kind = "productive"
-            elif novel > 0 and not repeats:
+            elif novel > 0 and not (1 in repeats and step.observation is None):
+                # First-seen things are exploration, not a trap, even when the label says no
+                # progress; but without a belief, the same call's first-seen words under a
+                # label of 0 are taken for noise the volatile rules did not know.
                 kind = "exploring"
             else:
                 kind = self._stuck_kind(i, returns, repeats, novel)
@@ -191,6 +194,10 @@ class _Reader:
                 and step.observation != previous.observation
                 and 1 not in repeats
             ):
+                # An output seen before (2..5 steps ago, or earlier in the episode) again:
+                # the calls are going back over known ground.
+                if step.observation_seen or _observation_returns(steps, i, self.max_lag):
+                    return "cycle"
                 return "drift"
             return "static"
         if 1 in repeats and not (returns and step.observation is not None):
@@ -207,6 +214,12 @@ class _Reader:
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
         return "unexplained"
+
+
+def _observation_returns(steps: Sequence[WindowStep], i: int, max_lag: int) -> bool:
+    observation = steps[i].observation
+    lags = range(2, min(max(max_lag, MAX_PERIOD), i) + 1)
+    return any(steps[i - lag].observation == observation for lag in lags)
 
 
 def _loop_lags(reading: TransitionReading) -> tuple[int, ...]:

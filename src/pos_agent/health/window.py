@@ -68,6 +68,10 @@ class WindowStep:
     from a belief; tells "the belief did not change but the agent saw its actions take effect"
     (drift) from "nothing changed at all" (static). None when unknown or model-free."""
 
+    observation_seen: bool = False
+    """improved only: `observation` is one already seen earlier in the episode, also before
+    the window (the agent went back over known ground)."""
+
     labelled: bool = False
     """improved only: `progress` was given by the caller (a label or a callable), so it wins
     over first-seen entities both ways. False: progress is derived, as the PoS agent's is."""

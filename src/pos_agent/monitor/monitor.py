@@ -22,10 +22,10 @@ from pos_agent.monitor.alarm import (
     escalation_for,
 )
 from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
-from pos_agent.monitor.volatile import Normaliser, VolatileRule
+from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
 
 BeliefSource = Literal["belief", "facts", "observations"]
-ProgressSource = Literal["label", "callable", "novelty"]
+ProgressSource = Literal["label", "callable", "novelty", "meter"]
 ProgressFn = Callable[[Any, str], "int | bool"]
 Reading = StepKind | Literal["exempt", "starting"]
 BeliefInput = Belief | Facts | Iterable[str] | None
@@ -61,7 +61,9 @@ class MonitorReport:
     (model-free: only what the text shows)."""
 
     progress_source: ProgressSource
-    """Where the progress label came from: given, a callable, or first-seen words/entities."""
+    """Where the progress label came from: given (`label`), a `callable`, or, without either,
+    first-seen things (`novelty`) or a progress meter of the same call that moved forward
+    (`meter`: 27% then 37%, rows 101,344/375,350 then 138,879/375,350)."""
 
     novel: int
     """Entities first seen at this step (exploration): of the belief, plus content words of
@@ -219,8 +221,11 @@ class TrapMonitor:
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
         self._seen: set[str] = set()
         self._seen_words: set[str] = set()
+        self._outputs: set[str] = set()
         self._world: WorldKeys | None = None
         self._actions = ActionHistory()
+        self._meter_call: str | None = None
+        self._meters: tuple[float, ...] = ()
         self._poll_tool: str | None = None
         self._polls = 0
         self._since: int | None = None
@@ -265,6 +270,16 @@ class TrapMonitor:
         if read.source != "observations":
             novel += self._novel_words(clean)
         label, progress_source = self._progress(action, observation, progress, novel)
+        meters = meter_readings(observation)
+        if progress_source == "novelty" and not label and key.key == self._meter_call:
+            # Model-free, a progress meter of the same call that moved forward is progress.
+            if meter_advanced(self._meters, meters):
+                label, progress_source = 1, "meter"
+        self._meter_call, self._meters = key.key, meters
+        observation_key = None if read.source == "observations" else _observation_key(clean)
+        seen_before = observation_key is not None and observation_key in self._outputs
+        if observation_key is not None and len(self._outputs) < 100_000:
+            self._outputs.add(observation_key)
         step = WindowStep(
             read.world,
             read.focus,
@@ -273,8 +288,9 @@ class TrapMonitor:
             label,
             novel,
             action=self._actions.intern(key),
-            observation=None if read.source == "observations" else _observation_key(clean),
-            labelled=progress_source != "novelty",
+            observation=observation_key,
+            observation_seen=seen_before,
+            labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))

@@ -295,8 +295,11 @@ def test_a_belief_unchanged_while_the_output_changes_is_drift_not_static() -> No
     ]
     report = assess(steps)
     assert report.trapped and report.pattern == "drift"
+    # Calls never made before that end as the last one did: varied attempts, still drift.
     same = [replace(s, observation="nothing happens.") for s in steps]
-    assert assess(same).pattern == "static"
+    assert assess(same).pattern == "drift"
+    repeated = [replace(s, action="wait", observation="nothing happens.") for s in steps]
+    assert assess(repeated).pattern == "static"
 
 
 def test_an_expected_repeat_is_waiting_not_stuck() -> None:

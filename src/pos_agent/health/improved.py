@@ -182,24 +182,26 @@ class _Reader:
         """Why a transition without progress is not progress: what repeated, or what changed."""
         steps, tolerance = self.steps, self.tolerance
         step, previous = steps[i], steps[i - 1]
+        # A call never made before whose outcome is one already had is a varied attempt at
+        # the same thing (drift); calls made before coming back to known outcomes go round.
+        varied = step.action is not None and not step.action_seen
         if returns and returns[0] == 1:
             # The world did not change. Calls going round a loop are a cycle the world does
-            # not show. With a belief, an observation that changed shows actions taking effect
-            # on things the belief does not track: drift, unless the same call is repeated.
+            # not show. With a belief, an observation that changed shows the actions taking
+            # effect on things the belief does not track: drift, unless that output was seen
+            # before after calls made before (going back over known ground: a cycle).
             if _cycles(repeats) and 1 not in repeats:
                 return "cycle"
+            if 1 in repeats:
+                return "static"
             if (
                 step.observation is not None
                 and previous.observation is not None
                 and step.observation != previous.observation
-                and 1 not in repeats
             ):
-                # An output seen before (2..5 steps ago, or earlier in the episode) again:
-                # the calls are going back over known ground.
-                if step.observation_seen or _observation_returns(steps, i, self.max_lag):
-                    return "cycle"
-                return "drift"
-            return "static"
+                seen = step.observation_seen or _observation_returns(steps, i, self.max_lag)
+                return "cycle" if seen and not varied else "drift"
+            return "drift" if varied else "static"
         if 1 in repeats and not (returns and step.observation is not None):
             # The same call again, and nothing new came of it (no progress, no first-seen
             # thing): whatever else its output shows (a number that moved), it is a repeat.
@@ -207,7 +209,7 @@ class _Reader:
             # cycle instead; model-free, the world is the output text, whose noise can repeat.
             return "static"
         if returns:
-            return "cycle"
+            return "drift" if varied else "cycle"
         if _cycles(repeats) and novel == 0:
             return "cycle"
         if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):

@@ -72,6 +72,10 @@ class WindowStep:
     """improved only: `observation` is one already seen earlier in the episode, also before
     the window (the agent went back over known ground)."""
 
+    action_seen: bool = False
+    """improved only: `action` was already made earlier in the episode (also before the
+    window); a call never made before that ends as an earlier one did is a varied attempt."""
+
     labelled: bool = False
     """improved only: `progress` was given by the caller (a label or a callable), so it wins
     over first-seen entities both ways. False: progress is derived, as the PoS agent's is."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -222,6 +224,7 @@ class TrapMonitor:
         self._seen: set[str] = set()
         self._seen_words: set[str] = set()
         self._outputs: set[str] = set()
+        self._calls: set[str] = set()
         self._world: WorldKeys | None = None
         self._actions = ActionHistory()
         self._meter_call: str | None = None
@@ -280,6 +283,10 @@ class TrapMonitor:
         seen_before = observation_key is not None and observation_key in self._outputs
         if observation_key is not None and len(self._outputs) < 100_000:
             self._outputs.add(observation_key)
+        action_key = self._actions.intern(key)
+        action_seen = action_key in self._calls
+        if len(self._calls) < 100_000:
+            self._calls.add(action_key)
         step = WindowStep(
             read.world,
             read.focus,
@@ -287,7 +294,8 @@ class TrapMonitor:
             read.achievement,
             label,
             novel,
-            action=self._actions.intern(key),
+            action=action_key,
+            action_seen=action_seen,
             observation=observation_key,
             observation_seen=seen_before,
             labelled=progress_source in ("label", "callable"),
@@ -469,5 +477,10 @@ class TrapMonitor:
         return [o.step for o in self._window]
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def _observation_key(clean: str) -> str:
-    return " ".join(clean.lower().split())
+    """What tells outputs apart when a belief gives the world: the normalised text with its
+    spaces collapsed and the numbers the volatile rules left masked (a speed, an uptime)."""
+    return _DIGITS.sub("#", " ".join(clean.split()))

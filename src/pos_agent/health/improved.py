@@ -145,7 +145,9 @@ class _Reader:
         step = steps[i]
         world = step.world
         returns: tuple[int, ...] = ()
-        for lag in range(1, (self.max_lag if self.max_lag < i else i) + 1):
+        # With the calls known, returns are looked for as far back as call loops (5 steps).
+        reach = self.max_lag if step.action is None else max(self.max_lag, MAX_PERIOD)
+        for lag in range(1, (reach if reach < i else i) + 1):
             if _same(world, steps[i - lag].world, tolerance):
                 returns += (lag,)
         repeats = _action_repeats(steps, i)

@@ -210,6 +210,7 @@ class TrapMonitor:
         self.normalise = Normaliser(base.rules, extra=extra) if extra else base
         self._text = TextKeys(goal_words(goal))
         self._facts = FactParser()
+        self._fact_cache: dict[str, str] = {}
         self._gap_belief = Belief(
             goal=self.goal,
             gaps={"goal": Gap(id="goal", kind="achievement", text=self.goal)},
@@ -430,7 +431,7 @@ class TrapMonitor:
                 belief.open_gap_ids("achievement"),
                 belief=belief,
             )
-        facts = belief if isinstance(belief, Facts) else Facts(world=frozenset(belief))
+        facts = self._clean_facts(belief if isinstance(belief, Facts) else Facts(world=belief))
         about = focus_entities(facts, self._facts)
         if facts.goals:
             achievement = facts.goals - facts.world
@@ -445,6 +446,39 @@ class TrapMonitor:
             facts=facts.world,
             about=about,
         )
+
+    def _clean_facts(self, facts: Facts) -> Facts:
+        """`facts` with every fact string that holds a digit through the volatile rules, so
+        that a new job id or timestamp in a fact is not a new thing (other facts as given)."""
+        cleaned = {
+            name: self._clean_set(value)
+            for name, value in (
+                ("world", facts.world),
+                ("goals", facts.goals),
+                ("questions", facts.questions),
+                ("about", facts.about),
+            )
+            if value
+        }
+        if all(cleaned[name] is getattr(facts, name) for name in cleaned):
+            return facts
+        return replace(facts, **cleaned)
+
+    def _clean_set(self, strings: frozenset[str] | None) -> frozenset[str] | None:
+        if not strings:
+            return strings
+        cache = self._fact_cache
+        changed = False
+        out = []
+        for fact in strings:
+            clean = cache.get(fact)
+            if clean is None:
+                clean = self.normalise(fact) if _DIGITS.search(fact) else fact
+                if len(cache) < 200_000:
+                    cache[fact] = clean
+            changed = changed or clean is not fact
+            out.append(clean)
+        return frozenset(out) if changed else strings
 
     def _progress(
         self, action: object, observation: str, given: int | bool | None, novel: int

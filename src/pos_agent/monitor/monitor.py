@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
-from pos_agent.health.recovery import RecoveryConstraint, Transition, compose_recovery
 from pos_agent.health.window import Diagnosis
 from pos_agent.health.improved import StepKind, TransitionReading, assess_and_read, read_latest
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
@@ -25,6 +24,7 @@ from pos_agent.monitor.alarm import (
 )
 from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
 from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
+from pos_agent.recovery.constraint import RecoveryConstraint, Transition, compose_recovery
 
 BeliefSource = Literal["belief", "facts", "observations"]
 ProgressSource = Literal["label", "callable", "novelty", "meter"]

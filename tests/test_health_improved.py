@@ -265,10 +265,10 @@ def test_the_window_is_released_on_the_first_step_out_of_the_trap() -> None:
 
 def test_a_caller_label_wins_over_novelty_both_ways() -> None:
     labelled = [replace(step(big_world(f"new|{i}"), novel=2), labelled=True) for i in range(6)]
-    assert [r.kind for r in read_transitions(labelled, IMPROVED)[1:]] == ["exploring"] * 5
+    assert [r and r.kind for r in read_transitions(labelled, IMPROVED)[1:]] == ["exploring"] * 5
     polls = [replace(step(at("A"), progress=1), labelled=True)] * 6
     assert not assess(polls).trapped
-    assert {r.kind for r in read_transitions(polls, IMPROVED)[1:]} == {"productive"}
+    assert {r and r.kind for r in read_transitions(polls, IMPROVED)[1:]} == {"productive"}
     unlabelled = [step(at("A"), progress=1)] * 6  # the PoS agent's own label: a return
     assert assess(unlabelled).trapped
 
@@ -305,4 +305,4 @@ def test_a_belief_unchanged_while_the_output_changes_is_drift_not_static() -> No
 def test_an_expected_repeat_is_waiting_not_stuck() -> None:
     steps = [replace(step(at("A")), action="status", expected=True)] * 6
     assert not assess(steps).trapped
-    assert {r.kind for r in read_transitions(steps, IMPROVED)[1:]} == {"waiting"}
+    assert {r and r.kind for r in read_transitions(steps, IMPROVED)[1:]} == {"waiting"}

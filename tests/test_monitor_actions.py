@@ -18,7 +18,10 @@ def test_tool_calls_ignore_key_order_whitespace_and_spelling_of_the_call() -> No
         ToolCall("read_file", {"path": "a.py", "limit": 50}),
         ToolCall("read_file", '{ "limit": 50,\n  "path": "a.py" }'),
         {"name": "read_file", "arguments": '{"path":"a.py","limit":50}'},
-        {"type": "function", "function": {"name": "read_file", "arguments": {"limit": 50, "path": "a.py"}}},
+        {
+            "type": "function",
+            "function": {"name": "read_file", "arguments": {"limit": 50, "path": "a.py"}},
+        },
         {"tool": "read_file", "args": {"path": "a.py", "limit": 50}},
         SimpleNamespace(name="read_file", arguments='{"path": "a.py", "limit": 50}'),
     ]
@@ -101,7 +104,9 @@ def test_a_three_call_cycle_is_caught_from_the_calls() -> None:
     files = ["a.py", "b.py", "c.py"]
     for i in range(9):
         path = files[i % 3]
-        report = monitor.observe(ToolCall("read_file", {"path": path}), f"# {path}\nx = 1  # read at 09:4{i}:00")
+        report = monitor.observe(
+            ToolCall("read_file", {"path": path}), f"# {path}\nx = 1  # read at 09:4{i}:00"
+        )
     assert report.trapped and report.pattern == "cycle" and report.health.lag == 3
 
 

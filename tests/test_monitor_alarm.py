@@ -127,7 +127,9 @@ def test_advice_is_plain_json_in_the_report() -> None:
 def test_a_progress_label_of_one_wins_over_no_novelty() -> None:
     monitor = TrapMonitor()
     for _ in range(8):
-        report = monitor.observe(ToolCall("job_status", {"id": 42}), "Job 42 is running.", progress=1)
+        report = monitor.observe(
+            ToolCall("job_status", {"id": 42}), "Job 42 is running.", progress=1
+        )
     assert not report.trapped and report.progress_source == "label"
 
 
@@ -160,7 +162,9 @@ def test_polling_tools_are_waiting_for_their_allowance_then_static() -> None:
     assert not any(r.trapped for r in reports[:7])
     assert any(r.trapped for r in reports) and reports[-1].pattern == "static"
     unlisted = TrapMonitor()
-    plain = [unlisted.observe(ToolCall("job_status", {"id": 42}), "Job 42 is running.") for _ in range(6)]
+    plain = [
+        unlisted.observe(ToolCall("job_status", {"id": 42}), "Job 42 is running.") for _ in range(6)
+    ]
     assert plain[-1].trapped
 
 

@@ -36,14 +36,26 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ('"trace_id": "4bf92f3577b34da6"', '"trace_id": "<id>"'),
     ],
     "prefixed_id": [("req_8f3a9c21 timed out", "<id> timed out"), ("call_x9Y8z7w6", "<id>")],
-    "hex_id": [("commit 3f2a9c1 fixed", "commit <hex> fixed"), ("sha256:e3b0c44298fc", "sha256:<hex>")],
+    "hex_id": [
+        ("commit 3f2a9c1 fixed", "commit <hex> fixed"),
+        ("sha256:e3b0c44298fc", "sha256:<hex>"),
+    ],
     "temp_path": [
         ("wrote /tmp/pytest-of-root/pytest-12/out.txt ok", "wrote <tmp> ok"),
         (r"saved C:\Users\me\AppData\Local\Temp\tmpab12.txt", "saved <tmp>"),
     ],
-    "ip_address": [("listening on 10.0.0.12:8080", "listening on <ip>"), ("[::1]:5432 up", "<ip> up")],
-    "port": [("at localhost:5173 ready", "at localhost:<port> ready"), ("port 8080 busy", "port <port> busy")],
-    "pid": [("worker pid 4242 exited", "worker pid <pid> exited"), ("sshd[4242]: ok", "sshd[<pid>]: ok")],
+    "ip_address": [
+        ("listening on 10.0.0.12:8080", "listening on <ip>"),
+        ("[::1]:5432 up", "<ip> up"),
+    ],
+    "port": [
+        ("at localhost:5173 ready", "at localhost:<port> ready"),
+        ("port 8080 busy", "port <port> busy"),
+    ],
+    "pid": [
+        ("worker pid 4242 exited", "worker pid <pid> exited"),
+        ("sshd[4242]: ok", "sshd[<pid>]: ok"),
+    ],
     "rate": [("  12.3 kB/s", "  <rate>"), ("300 req/s", "<rate>")],
     "duration": [
         ("3 failed, 7 passed in 0.53s", "3 failed, 7 passed in <duration>"),
@@ -59,7 +71,10 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
     "percentage": [("progress 45%", "progress <pct>"), ("cpu 45.2 %", "cpu <pct>")],
     "progress_bar": [("[=====>    ] go", "<bar> go"), ("|█████▌   | 3", "<bar> 3")],
     "meter_count": [("[ 3/10] test_a", "[<n>/<n>] test_a"), ("(12/100)", "(<n>/<n>)")],
-    "token_count": [("used 1532 tokens", "used <n> tokens"), ("tokens: 88 left", "tokens: <n> left")],
+    "token_count": [
+        ("used 1532 tokens", "used <n> tokens"),
+        ("tokens: 88 left", "tokens: <n> left"),
+    ],
     "counter": [
         ("retry 3 of 5", "retry <n> of 5"),
         ("attempt #4 failed", "attempt #<n> failed"),
@@ -153,6 +168,10 @@ def test_a_caller_rule_reaches_the_monitor() -> None:
 
 def test_novelty_counts_only_what_is_left() -> None:
     monitor = TrapMonitor()
-    first = monitor.observe("curl", "Error 502 at 2026-12-01T09:39:52Z id 123e4567-e89b-12d3-a456-426614174000")
-    second = monitor.observe("curl", "Error 502 at 2026-12-01T09:40:01Z id 9b2e4567-e89b-12d3-a456-426614174999")
+    first = monitor.observe(
+        "curl", "Error 502 at 2026-12-01T09:39:52Z id 123e4567-e89b-12d3-a456-426614174000"
+    )
+    second = monitor.observe(
+        "curl", "Error 502 at 2026-12-01T09:40:01Z id 9b2e4567-e89b-12d3-a456-426614174999"
+    )
     assert first.novel > 0 and second.novel == 0

@@ -43,9 +43,7 @@ from pos_agent.health.window import (
     judged_report,
 )
 
-StepKind = Literal[
-    "productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"
-]
+StepKind = Literal["productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"]
 _STUCK = ("static", "cycle", "drift")
 _NOT_STUCK = ("productive", "exploring", "waiting")
 MAX_PERIOD = 5
@@ -283,7 +281,7 @@ def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
         kind = reader(i).kind
         if kind in _NOT_STUCK:
             break
-        if kind != "unexplained":
+        if kind == "static" or kind == "cycle" or kind == "drift":
             run.append(kind)
     if not run:
         return None

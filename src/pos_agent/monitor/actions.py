@@ -113,7 +113,7 @@ def _as_call(action: object) -> ToolCall | None:
         return None
     name = getattr(action, "name", None)  # SDK tool-call objects: .name and .arguments
     if isinstance(name, str) and hasattr(action, "arguments"):
-        return ToolCall(name, getattr(action, "arguments") or "")
+        return ToolCall(name, action.arguments or "")
     return None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -11,8 +10,8 @@ from typing import Any, Literal
 
 from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
-from pos_agent.health.window import Diagnosis
 from pos_agent.health.improved import StepKind, TransitionReading, assess_and_read, read_latest
+from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
 from pos_agent.monitor.alarm import (
     NO_ADVICE,
@@ -275,10 +274,14 @@ class TrapMonitor:
             novel += self._novel_words(clean)
         label, progress_source = self._progress(action, observation, progress, novel)
         meters = meter_readings(observation)
-        if progress_source == "novelty" and not label and key.key == self._meter_call:
-            # Model-free, a progress meter of the same call that moved forward is progress.
-            if meter_advanced(self._meters, meters):
-                label, progress_source = 1, "meter"
+        # Model-free, a progress meter of the same call that moved forward is progress.
+        if (
+            progress_source == "novelty"
+            and not label
+            and key.key == self._meter_call
+            and meter_advanced(self._meters, meters)
+        ):
+            label, progress_source = 1, "meter"
         self._meter_call, self._meters = key.key, meters
         observation_key = None if read.source == "observations" else _observation_key(clean)
         seen_before = observation_key is not None and observation_key in self._outputs
@@ -431,7 +434,9 @@ class TrapMonitor:
                 belief.open_gap_ids("achievement"),
                 belief=belief,
             )
-        facts = self._clean_facts(belief if isinstance(belief, Facts) else Facts(world=belief))
+        facts = self._clean_facts(
+            belief if isinstance(belief, Facts) else Facts(world=frozenset(belief))
+        )
         about = focus_entities(facts, self._facts)
         if facts.goals:
             achievement = facts.goals - facts.world
@@ -450,21 +455,20 @@ class TrapMonitor:
     def _clean_facts(self, facts: Facts) -> Facts:
         """`facts` with every fact string that holds a digit through the volatile rules, so
         that a new job id or timestamp in a fact is not a new thing (other facts as given)."""
-        cleaned = {
-            name: self._clean_set(value)
-            for name, value in (
-                ("world", facts.world),
-                ("goals", facts.goals),
-                ("questions", facts.questions),
-                ("about", facts.about),
-            )
-            if value
-        }
-        if all(cleaned[name] is getattr(facts, name) for name in cleaned):
+        world = self._clean_set(facts.world)
+        goals = self._clean_set(facts.goals)
+        questions = self._clean_set(facts.questions)
+        about = self._clean_set(facts.about) if facts.about is not None else None
+        if (
+            world is facts.world
+            and goals is facts.goals
+            and questions is facts.questions
+            and about is facts.about
+        ):
             return facts
-        return replace(facts, **cleaned)
+        return Facts(world=world, goals=goals, questions=questions, about=about)
 
-    def _clean_set(self, strings: frozenset[str] | None) -> frozenset[str] | None:
+    def _clean_set(self, strings: frozenset[str]) -> frozenset[str]:
         if not strings:
             return strings
         cache = self._fact_cache

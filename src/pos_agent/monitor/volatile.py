@@ -237,8 +237,21 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
         rf"(?P<key>\b{_words(_COUNTERS)}\b\s*[#:=]?\s*)\d+",
         r"\g<key><n>",
         needs_digit=True,
-        triggers=("ret", "att", "tr", "tick", "poll", "iter", "epoch", "remain", "elapsed",
-                  "uptime", "countdown", "seq", "seed"),
+        triggers=(
+            "ret",
+            "att",
+            "tr",
+            "tick",
+            "poll",
+            "iter",
+            "epoch",
+            "remain",
+            "elapsed",
+            "uptime",
+            "countdown",
+            "seq",
+            "seed",
+        ),
     ),
 )
 """The default rules, in the order they run. `docs/monitor.md` lists them with examples."""

@@ -74,6 +74,7 @@ def tool_stream(steps: int, seed: int = 0) -> list[tuple[object, str]]:
         mode = rng.choice(["read", "read", "read", "retry", "edit-test", "search"])
         for i in range(rng.randint(3, 10)):
             n += 1
+            call: object
             stamp = f"2026-12-01T{n % 24:02d}:{n % 60:02d}:{(7 * n) % 60:02d}.{n % 1000:03d}Z"
             if mode == "read":
                 path = f"src/{name(n)}.py"

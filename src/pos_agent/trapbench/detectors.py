@@ -60,13 +60,13 @@ class HealthDetector:
         action = call if call is not None and _READS_TOOL_CALLS else step.action
         if self.oracle:
             report = self.monitor.observe(
-                action,  # type: ignore[arg-type]
+                action,
                 step.observation,
                 step.belief,
                 progress=step.progress,
             )
         else:
-            report = self.monitor.observe(action, step.observation)  # type: ignore[arg-type]
+            report = self.monitor.observe(action, step.observation)
         return Alarm(report.trapped, report.health.pattern)
 
 

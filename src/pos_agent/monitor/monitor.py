@@ -228,7 +228,7 @@ class TrapMonitor:
         self._world: WorldKeys | None = None
         self._actions = ActionHistory()
         self._meter_call: str | None = None
-        self._meters: tuple[float, ...] = ()
+        self._meter_output = ""
         self._poll_tool: str | None = None
         self._polls = 0
         self._since: int | None = None
@@ -273,16 +273,16 @@ class TrapMonitor:
         if read.source != "observations":
             novel += self._novel_words(clean)
         label, progress_source = self._progress(action, observation, progress, novel)
-        meters = meter_readings(observation)
-        # Model-free, a progress meter of the same call that moved forward is progress.
+        # Model-free, a progress meter of the same call that moved forward is progress (read
+        # only when the call repeats: most steps need no meter at all).
         if (
             progress_source == "novelty"
             and not label
             and key.key == self._meter_call
-            and meter_advanced(self._meters, meters)
+            and meter_advanced(meter_readings(self._meter_output), meter_readings(observation))
         ):
             label, progress_source = 1, "meter"
-        self._meter_call, self._meters = key.key, meters
+        self._meter_call, self._meter_output = key.key, observation
         observation_key = None if read.source == "observations" else _observation_key(clean)
         seen_before = observation_key is not None and observation_key in self._outputs
         if observation_key is not None and len(self._outputs) < 100_000:

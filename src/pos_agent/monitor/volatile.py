@@ -279,6 +279,16 @@ class Normaliser:
         self.rules: tuple[VolatileRule, ...] = (*rules, *extra)
         self._templates: dict[str, str] = {}
         self._parts = [self._part(i, rule) for i, rule in enumerate(self.rules)]
+        # Per rule: whether it needs a digit, and a search for any of its triggers.
+        self._gates = [
+            (
+                rule.needs_digit,
+                re.compile("|".join(map(re.escape, rule.triggers))).search
+                if rule.triggers
+                else None,
+            )
+            for rule in self.rules
+        ]
         self._joined: dict[tuple[int, ...], re.Pattern[str]] = {}
         self._cache: dict[str, str] = {}
 
@@ -317,9 +327,8 @@ class Normaliser:
         digits = _DIGIT.search(lowered) is not None
         active = tuple(
             i
-            for i, rule in enumerate(self.rules)
-            if (digits or not rule.needs_digit)
-            and (not rule.triggers or any(t in lowered for t in rule.triggers))
+            for i, (needs_digit, trigger) in enumerate(self._gates)
+            if (digits or not needs_digit) and (trigger is None or trigger(lowered) is not None)
         )
         result = self._pattern(active).sub(self._replace, lowered) if active else lowered
         if len(self._cache) < self._CACHE_LIMIT:

@@ -178,3 +178,63 @@ def test_exempt_tools_are_not_judged_and_leave_the_alarm_as_it_was() -> None:
     note = monitor.observe(ToolCall("todo_write", {"items": ["b"]}), "Updated.")
     assert note.trapped and note.trapped_since == standing.trapped_since
     assert note.advice.kind == "none" and note.reading == "exempt"
+
+
+# --- model-free progress meters, ids in facts, revisits ----------------------------------------
+
+
+def job(percent: int, rows: int) -> str:
+    return (
+        f"job 4f2a9c1e RUNNING progress {percent}% rows {rows:,}/375,350 at 09:4{percent % 10}:00"
+    )
+
+
+def test_a_progress_meter_that_moves_forward_is_progress_without_a_label() -> None:
+    monitor = TrapMonitor()
+    call = ToolCall("job_status", {"id": "4f2a9c1e"})
+    moving = [monitor.observe(call, job(p, 3_753 * p)) for p in (10, 20, 35, 50, 64, 80, 92)]
+    assert not any(r.trapped for r in moving)
+    assert [r.progress_source for r in moving[1:]] == ["meter"] * 6
+    stalled = TrapMonitor()
+    stuck_reports = [stalled.observe(call, job(35, 131_372)) for _ in range(7)]
+    assert stuck_reports[-1].trapped and stuck_reports[-1].pattern == "static"
+
+
+def test_a_new_id_in_a_fact_is_not_a_new_thing() -> None:
+    from pos_agent.monitor import Facts
+
+    monitor = TrapMonitor()
+    goals = frozenset({"loaded(orders)"})
+    for i in range(8):
+        job_id = f"{0x1A2B3C4D + 7919 * i:08x}"
+        facts = Facts(world=frozenset({f"failed(job {job_id})", "exists(raw/orders)"}), goals=goals)
+        report = monitor.observe(
+            ToolCall("submit_job", {"pipeline": "load_orders", "attempt": i}),
+            f"Submitted job {job_id}; it failed: no objects under s3://raw/orders",
+            facts,
+            progress=0,
+        )
+    assert report.novel == 0 and report.trapped
+
+
+def test_with_a_belief_known_outputs_after_known_calls_are_a_cycle_new_ones_drift() -> None:
+    from pos_agent.monitor import Facts
+
+    facts = Facts(world=frozenset({"read(docs)"}), goals=frozenset({"migrated(app)"}))
+    files = ["docs/MIGRATION.md", "src/net.py", "src/app.py"]
+    looping = TrapMonitor()
+    for i in range(9):
+        path = files[i % 3]
+        report = looping.observe(
+            ToolCall("read_file", {"path": path}), f"contents of {path}", facts, progress=0
+        )
+    assert report.trapped and report.pattern == "cycle"
+    fiddling = TrapMonitor()
+    for i in range(8):
+        report = fiddling.observe(
+            ToolCall("edit_file", {"path": "settings.py", "value": i}),
+            f"Edited settings.py: value {i}",
+            facts,
+            progress=0,
+        )
+    assert report.trapped and report.pattern == "drift"

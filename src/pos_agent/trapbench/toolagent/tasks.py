@@ -1125,10 +1125,16 @@ class Pipeline(Task):
         if point == "S2":
             log = Call("read_file", {"path": self.SUMMARY})
         if kind == "repeat":
-            if rng.random() < 0.3:  # a job id mistyped once and asked for again and again
+            draw = rng.random()
+            if draw < 0.3:  # a job id mistyped once and asked for again and again
                 status = Call(
                     "job_status", {"job_id": target[:-1] + ("0" if target[-1] != "0" else "1")}
                 )
+            elif draw < 0.55:  # the same status call with a retry counter the agent counts up
+                count = rng.randint(6, 12)
+                return [
+                    Call("job_status", {"job_id": target, "attempt": i + 2}) for i in range(count)
+                ]
             return [status] * rng.randint(6, 12)
         if kind == "alternation":
             return _alternate(status, log, rng.randint(6, 12))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -275,3 +276,40 @@ def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: 
     assert "overall · improved · model-free:" in result.output
     table = (tmp_path / "results" / "table.md").read_text()
     assert table.count("## ") == 3
+
+
+def test_make_builds_both_families_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pos_agent.cli import app
+    from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.trapbench import corpus as corpus_module
+    from trapbench_fakes import fake_game
+
+    class FakeGames(corpus_module.CorpusMaker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs, task=fake_game)
+
+    monkeypatch.setattr(corpus_module, "CorpusMaker", FakeGames)
+    result = CliRunner().invoke(
+        app,
+        ["trapbench", "make", "--games", "2", "--trajectories", "3", "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert len(load_tool_trajectories(tools_corpus_file(tmp_path))) == 3
+    assert (tmp_path / "corpus.jsonl").is_file()
+    textworld = CliRunner().invoke(
+        app,
+        [
+            "trapbench",
+            "make",
+            "--family",
+            "textworld",
+            "--games",
+            "2",
+            "--out",
+            str(tmp_path / "tw"),
+        ],
+    )
+    assert textworld.exit_code == 0, textworld.output
+    assert not tools_corpus_file(tmp_path / "tw").exists()

@@ -166,6 +166,7 @@ def make(
 
         try:
             corpus = maker.run(on_slot=show, on_progress=progress)
+            bar.update(task, description="games")
         except KeyboardInterrupt:
             console.print(
                 f"\n[yellow]Interrupted.[/] Finished games are kept in {out}; "

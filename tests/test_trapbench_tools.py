@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -212,3 +213,103 @@ def test_make_refuses_an_unknown_family(tmp_path: Path) -> None:
         app, ["trapbench", "make", "--family", "games", "--out", str(tmp_path)]
     )
     assert result.exit_code == 2 and "--family must be one of" in result.output
+
+
+def test_a_tools_corpus_with_a_bad_line_is_refused_with_its_line_number(tmp_path: Path) -> None:
+    from pos_agent.cli import app
+    from pos_agent.cli import trapbench as _  # noqa: F401
+
+    path = tools_corpus_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(make_trajectory(1, 1, []).model_dump_json() + '\n{"steps": 3}\n')
+    with pytest.raises(ValueError, match=":2:"):
+        load_tool_trajectories(path)
+    result = CliRunner().invoke(app, ["trapbench", "eval", str(tmp_path)])
+    assert result.exit_code == 2 and ":2:" in result.output
+
+
+def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: Path) -> None:
+    from pos_agent.cli import app
+    from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.trapbench.records import OracleState, StepRecord, Trajectory, dump_trajectories
+
+    state = OracleState(
+        about=[], focus=[], open_goals=["in(key, bag)"], unseen_goal_objects=[], plan_length=3
+    )
+    steps = [
+        StepRecord(
+            t=i + 1,
+            action="look",
+            observation=f"A hall ({i}).",
+            label="static",
+            segment=0,
+            progress=0,
+            score=0,
+            oracle=state,
+        )
+        for i in range(7)
+    ]
+    game = Trajectory(
+        id="g__injected-1",
+        game="games/g.z8",
+        family="custom",
+        kind="injected",
+        goal="take the key",
+        won=True,
+        initial_observation="",
+        initial=state,
+        steps=steps,
+        segments=[{"kind": "static", "start": 1, "end": 7}],
+    )
+    (tmp_path / "corpus.jsonl").write_text(dump_trajectories([game]))
+    path = tools_corpus_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "".join(make_trajectory(2, i, ["repeat"]).model_dump_json() + "\n" for i in range(3))
+    )
+    result = CliRunner().invoke(app, ["trapbench", "eval", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "| detector | static | cycle | drift | all |" in result.output
+    assert "| detector | repeat | alternation | cycle | semantic | polling | all |" in result.output
+    assert "| detector | worst kind | all |" in result.output
+    assert "textworld: 1 trajectories, 7 steps" in result.output
+    assert "overall · improved · model-free:" in result.output
+    table = (tmp_path / "results" / "table.md").read_text()
+    assert table.count("## ") == 3
+
+
+def test_make_builds_both_families_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pos_agent.cli import app
+    from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.trapbench import corpus as corpus_module
+    from trapbench_fakes import fake_game
+
+    class FakeGames(corpus_module.CorpusMaker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs, task=fake_game)
+
+    monkeypatch.setattr(corpus_module, "CorpusMaker", FakeGames)
+    result = CliRunner().invoke(
+        app,
+        ["trapbench", "make", "--games", "2", "--trajectories", "3", "--out", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert len(load_tool_trajectories(tools_corpus_file(tmp_path))) == 3
+    assert (tmp_path / "corpus.jsonl").is_file()
+    textworld = CliRunner().invoke(
+        app,
+        [
+            "trapbench",
+            "make",
+            "--family",
+            "textworld",
+            "--games",
+            "2",
+            "--out",
+            str(tmp_path / "tw"),
+        ],
+    )
+    assert textworld.exit_code == 0, textworld.output
+    assert not tools_corpus_file(tmp_path / "tw").exists()

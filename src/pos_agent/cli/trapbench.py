@@ -1,5 +1,5 @@
-"""`pos trapbench make|eval`: a labelled trap corpus from real TextWorld games, and the
-detector comparison on it."""
+"""`pos trapbench make|eval`: labelled trap corpora (real TextWorld games; a tool-using agent
+in a simulated workspace), and the detector comparison on them."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -338,7 +339,7 @@ def write_figure(evaluations: Sequence[Evaluation], path: Path) -> None:
         left.set_xticks(range(len(names)), names, rotation=25, ha="right", fontsize=8)
         left.set_ylim(0, 1.05)
         left.set_ylabel("recall")
-        left.set_title(summary_line(evaluation), fontsize=9)
+        left.set_title(textwrap.fill(summary_line(evaluation), 110), fontsize=8, loc="left")
         left.legend(fontsize=7, ncol=len(kinds))
         right.barh(names[::-1], [r.score.new_starts_per_100 for r in evaluation.rows][::-1])
         right.axvline(TARGET_NEW_STARTS, color="black", linewidth=0.8, linestyle="--")

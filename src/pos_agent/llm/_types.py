@@ -9,7 +9,9 @@ from typing import Literal, Protocol, TypeVar, get_args, runtime_checkable
 from pydantic import BaseModel
 
 Role = Literal["system", "user", "assistant"]
-FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
+FailureKind = Literal[
+    "transport", "schema", "empty", "truncated", "config", "timeout", "context_overflow"
+]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 # How a structured answer was obtained, strongest first: decoding constrained by a grammar (the
@@ -72,6 +74,8 @@ class Completion:
     included. `parsed` is a validated instance of the requested schema, or None when no schema
     was asked for. `cached` is True when the answer was replayed from the response cache.
     `structured_mode` says how the server or model was held to the schema (None without one).
+    `usage_note` says why `usage` is not what the server reported (it sent none, or numbers
+    that cannot be right and were replaced by an estimate); None when it is.
     """
 
     text: str
@@ -82,6 +86,7 @@ class Completion:
     repairs: int
     model: str
     structured_mode: StructuredMode | None = None
+    usage_note: str | None = None
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
         """The parsed object, typed as `schema` (raises TypeError when it is something else)."""
@@ -99,7 +104,10 @@ class ModelFailure(Exception):
     `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
     never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
     or model file, a rejected key, an unknown model, a server that does not speak the chat
-    completions protocol). `usage` is what the failed attempts still cost.
+    completions protocol), context_overflow (the server or the local model said the prompt does
+    not fit its context window: the conversation is too long for this model, which resending
+    cannot change and which is no broken set-up). `usage` is what the failed attempts still
+    cost.
     """
 
     def __init__(

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from pos_agent.cli._common import progress_bar
+from pos_agent.cli._common import progress_bar, shown
 from pos_agent.cli.app import app
 
 console = Console(highlight=False, soft_wrap=True)
@@ -57,11 +57,11 @@ def make(
     try:
         maker = CorpusMaker(out, games, seed, workers=count)
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {shown(exc)}")
         raise typer.Exit(2) from None
     except ImportError as exc:
         console.print(
-            f"[red]error:[/] TextWorld is not installed ({exc}). It comes with the envs extra: "
+            f"[red]error:[/] TextWorld is not installed ({shown(exc)}). It comes with the envs extra: "
             "`uv sync --extra envs` (or `pip install 'pos-agent[envs]'`)."
         )
         raise typer.Exit(2) from None
@@ -139,7 +139,7 @@ def evaluate_command(
     try:
         trajectories = load_corpus(corpus)
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {shown(exc)}")
         raise typer.Exit(2) from None
     if not trajectories:
         console.print(f"[red]error:[/] {corpus} holds no trajectories")

@@ -20,7 +20,7 @@ from fake_openai import Behaviour, fake_openai
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.identity import git_commit, result_options
 from pos_agent.bench.preflight import SetupError, check_models
-from pos_agent.bench.run_folder import RESUMES_NAME, RunFolderError
+from pos_agent.bench.run_folder import RESUMES_NAME, RunFolderError, RunPlan
 from pos_agent.bench.runner import BenchConfig, case_dir, run_bench
 from pos_agent.cli.app import app
 from pos_agent.llm import ModelOptions, ScriptedModel
@@ -82,6 +82,18 @@ def test_dashscope_and_mixed_servers_are_recorded_and_local_runs_keep_their_iden
     local = result_options(options, ["local", "scripted"])
     assert local == result_options(options), "a run without a server hashes as before"
     assert local["base_url"] is None
+
+
+def test_paces_embeddings_server_is_part_of_its_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = case(agent="pace", embed_model="openai:text-embedding-3-small")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:7/v1")
+    first = RunPlan.of([spec], ModelOptions())
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    second = RunPlan.of([spec], ModelOptions())
+    assert first.model_options["base_url"] == "http://127.0.0.1:7/v1"
+    assert first.identity != second.identity, "another embeddings server, another experiment"
+    offline = case(agent="pace")
+    assert RunPlan.of([offline], ModelOptions()).model_options["base_url"] is None
 
 
 # -- 23.4: `pos report` never pools a result made with other settings than its run's --------------

@@ -32,10 +32,10 @@ from pos_agent.agents.settings import ProfileName
 from pos_agent.bench.agent_factory import SpecError, build_agent
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.bench.identity import (
-    called_models,
     git_commit,
     pos_version,
     result_options,
+    served_models,
     settings_hash,
     spec_settings,
 )
@@ -383,7 +383,7 @@ def _model_status(failure: ModelFailure) -> Status:
 
 def _provenance(spec: CaseSpec, options: ModelOptions) -> dict[str, Any]:
     settings = spec_settings(spec)
-    model_options = result_options(options, called_models(spec).values())
+    model_options = result_options(options, served_models(spec))
     return {
         "spec": settings,
         "model_options": model_options,

@@ -75,6 +75,16 @@ def model_servers(models: Iterable[str], options: ModelOptions) -> dict[str, str
     return servers
 
 
+def served_models(spec: Any) -> list[str]:
+    """Every model spec a case may send a request to, for its identity: `called_models`, and
+    PACE's embeddings endpoint when it scores relevance with one (not the offline tfidf)."""
+    models = list(called_models(spec).values())
+    embed = getattr(spec, "embed_model", None)
+    if getattr(spec, "agent", None) == "pace" and isinstance(embed, str) and ":" in embed:
+        models.append(embed)
+    return models
+
+
 def called_models(spec: Any) -> dict[str, str]:
     """{role: model spec} of every model a case may call: its agent's roles (policy, belief,
     Sentinel) and its environment's model roles (ClinDiag's provider and judge), offline

@@ -21,12 +21,12 @@ from typing import Any
 
 from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.identity import (
-    called_models,
     describe_changes,
     git_commit,
     pos_version,
     result_options,
     run_identity,
+    served_models,
     settings_hash,
     spec_settings,
 )
@@ -59,12 +59,12 @@ class RunPlan:
     def of(cls, specs: Sequence[CaseSpec], options: ModelOptions) -> RunPlan:
         """Each case is hashed with the options as its own models see them (the server they
         call), as its result records them; the run's options cover every case's models."""
-        every_model = [model for spec in specs for model in called_models(spec).values()]
+        every_model = [model for spec in specs for model in served_models(spec)]
         model_options = result_options(options, every_model)
         cases = {spec.folder: spec_settings(spec) for spec in specs}
         hashes = {
             spec.folder: settings_hash(
-                cases[spec.folder], result_options(options, called_models(spec).values())
+                cases[spec.folder], result_options(options, served_models(spec))
             )
             for spec in specs
         }

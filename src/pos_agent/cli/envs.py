@@ -95,7 +95,7 @@ def envs_command(
         for spec in specs:
             # Task ids and descriptions come from data files: shown as text, never as markup.
             cells = (spec.env, spec.split, spec.task_id, spec.category, spec.description)
-            table.add_row(*(Text(str(cell)) for cell in cells))
+            table.add_row(*(Text(printable(cell)) for cell in cells))
     console.print(table)
     for problem in problems:
         console.print(Text(printable(problem), style="yellow"))

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import pos_agent.bench.case
 import pos_agent.cli.bench
-import pos_agent.cli.report  # noqa: F401  (registers the commands)
+import pos_agent.cli.report
 from fake_openai import Behaviour, fake_openai
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.identity import git_commit, result_options
@@ -23,6 +24,7 @@ from pos_agent.bench.preflight import SetupError, check_models
 from pos_agent.bench.run_folder import RESUMES_NAME, RunFolderError, RunPlan
 from pos_agent.bench.runner import BenchConfig, case_dir, run_bench
 from pos_agent.cli.app import app
+from pos_agent.envs import InfrastructureError
 from pos_agent.llm import ModelOptions, ScriptedModel
 from pos_agent.llm.backend import BackendError
 
@@ -163,6 +165,26 @@ def test_an_unreachable_model_is_not_called_an_environment_backend_failure(tmp_p
     assert result.status == "infra_error"
     assert "model is unavailable" in (result.error or "")
     assert "environment backend failed" not in (result.error or "")
+
+
+def test_an_environment_backend_failure_keeps_its_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_make_env = pos_agent.bench.case.make_env
+
+    def make_env(*args: Any, **kwargs: Any) -> Any:
+        env = real_make_env(*args, **kwargs)
+
+        def step(_action: str) -> Any:
+            raise InfrastructureError("the Java process died")
+
+        env.step = step  # type: ignore[method-assign,assignment]
+        return env
+
+    monkeypatch.setattr(pos_agent.bench.case, "make_env", make_env)
+    result = run_case(case(), tmp_path / "c", run_name="r")
+    assert result.status == "infra_error"
+    assert result.error == "environment backend failed: the Java process died"
 
 
 def test_a_resume_by_other_code_warns_and_records_both_commits(

@@ -37,7 +37,7 @@ def checked_usage(
     if not isinstance(usage, dict):
         return estimate, "the server reported no usage; tokens estimated from the text"
     bounds = {
-        "prompt_tokens": 2 * prompt_bytes + _PROMPT_OVERHEAD_TOKENS,
+        "prompt_tokens": prompt_bound(prompt_bytes),
         "completion_tokens": 2 * max(max_tokens, reply_bytes) + _COMPLETION_OVERHEAD_TOKENS,
     }
     fallback = {
@@ -61,6 +61,19 @@ def checked_usage(
         "estimated from the text instead"
     )
     return Usage(counts["prompt_tokens"], counts["completion_tokens"]), note
+
+
+def prompt_bound(prompt_bytes: int) -> int:
+    """The most prompt tokens a prompt of `prompt_bytes` UTF-8 bytes can honestly count."""
+    return 2 * prompt_bytes + _PROMPT_OVERHEAD_TOKENS
+
+
+def plausible_count(value: Any, bound: int) -> int | None:
+    """`value` when it can be a token count (a non-negative integer at most `bound`), else
+    None: the caller estimates instead of storing it."""
+    if _problem(value, bound) is None and isinstance(value, int):
+        return value
+    return None
 
 
 def _problem(value: Any, bound: int) -> str | None:

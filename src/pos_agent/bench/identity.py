@@ -3,9 +3,11 @@
 A run folder holds one experiment. Its identity is every setting that can change a result:
 each case's `CaseSpec` (all fields, so a field added later is covered without touching this
 module) and the model options, minus the few options that only decide how results are obtained
-(`OPERATIONAL_OPTIONS`: keys, retries, time-outs, cache use, threads). Resuming a run with other
-settings would mix two experiments under one name, so the run folder refuses it and
-`describe_changes` says what differs.
+(`OPERATIONAL_OPTIONS`: keys, retries, time-outs, cache use, threads), plus the server each of
+the case's models calls, wherever it was chosen (`--base-url`, OPENAI_BASE_URL,
+DASHSCOPE_BASE_URL, the backend's default). Resuming a run with other settings would mix two
+experiments under one name, so the run folder refuses it and `describe_changes` says what
+differs.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ differs.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import subprocess
@@ -108,10 +107,10 @@ def called_models(spec: Any) -> dict[str, str]:
 
 
 def spec_settings(spec: Any) -> dict[str, Any]:
-    """Every field of a case spec (a dataclass), JSON-ready; the `model` and `role_models`
-    fields become `models`, the model each role really uses (none for the expert), so that
-    only a model the case calls is part of its identity."""
-    data = dict(redact_record(dataclasses.asdict(spec)))
+    """Every field of a case spec (`bench.spec.CaseSpec`), JSON-ready; the `model` and
+    `role_models` fields become `models`, the model each role really uses (none for the
+    expert), so that only a model the case calls is part of its identity."""
+    data = dict(redact_record(spec.model_dump()))
     if callable(getattr(spec, "models", None)):
         data.pop("model", None)
         data.pop("role_models", None)

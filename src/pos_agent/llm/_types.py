@@ -104,10 +104,10 @@ class ModelFailure(Exception):
     `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
     never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
     or model file, a rejected key, an unknown model, a server that does not speak the chat
-    completions protocol), context_overflow (the server or the local model said the prompt does
-    not fit its context window: the conversation is too long for this model, which resending
-    cannot change and which is no broken set-up). `usage` is what the failed attempts still
-    cost.
+    completions protocol), context_overflow (the prompt does not fit the model's context
+    window: a server's context-length rejection or the local model's too-long prompt; the
+    case ends as a scored failure, the paper's policy). `usage` is what the failed attempts
+    still cost.
     """
 
     def __init__(

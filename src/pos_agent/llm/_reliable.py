@@ -221,6 +221,7 @@ class ReliableModel:
                     model=self.spec,
                     structured_mode=spent.structured_mode,
                     usage_note=spent.usage_note,
+                    truncated=reply.truncated,
                 )
                 self._store(request, completion, spent.attempts)
                 return completion

@@ -33,6 +33,7 @@ from pos_agent.bench.identity import (
     git_commit,
     pos_version,
     result_options,
+    served_models,
     settings_hash,
     spec_settings,
 )
@@ -231,7 +232,10 @@ def _play(
         status = "infra_error"
         error = f"{exc} {where_it_stopped(exc.__traceback__)} (model calls took {spent:.0f}s)"
     except InfrastructureError as exc:
-        status, error = "infra_error", f"environment backend failed: {exc}"
+        # A model server that stayed unreachable is raised while its ModelFailure is handled
+        # (the message names the role); only the environment's own backend gets the prefix.
+        side = "" if isinstance(exc.__context__, ModelFailure) else "environment backend failed: "
+        status, error = "infra_error", f"{side}{exc}"
     except (EnvError, SpecError) as exc:
         status, error = "config_error", str(exc)
     except ModelFailure as exc:  # a model that cannot be loaded, or a rejected set-up
@@ -331,7 +335,7 @@ def _model_status(failure: ModelFailure) -> Status:
 
 def _provenance(spec: CaseSpec, options: ModelOptions) -> dict[str, Any]:
     settings = spec_settings(spec)
-    model_options = result_options(options)
+    model_options = result_options(options, served_models(spec))
     return {
         "spec": settings,
         "model_options": model_options,

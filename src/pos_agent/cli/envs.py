@@ -22,7 +22,7 @@ from pos_agent.envs import (
     list_tasks,
     make_env,
 )
-from pos_agent.envs._registry import canonical_env
+from pos_agent.envs._registry import canonical_env, env_entry
 
 # Exit codes of `pos play`.
 EXIT_SUCCESS = 0
@@ -98,6 +98,11 @@ def envs_command(
     console.print(table)
     for problem in problems:
         console.print(Text(problem, style="yellow"))
+    # Listing needs no extra, but running does: say which extra each environment still needs.
+    for name in names:
+        missing = env_entry(name).unavailable()
+        if missing is not None:
+            console.print(Text(f"Cannot run here: {missing}", style="yellow"))
 
 
 def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:

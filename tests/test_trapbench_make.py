@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_textworld
 from pos_agent.trapbench import corpus as corpus_module
 from pos_agent.trapbench.corpus import CORPUS_FILE, CorpusMaker, SlotResult
 from pos_agent.trapbench.games import GameSpec, game_specs, replacement_spec
@@ -31,6 +32,7 @@ def fake_slot(spec: GameSpec, out: Path) -> SlotResult:
     return SlotResult(spec.id, [trajectory], [entry])
 
 
+@needs_textworld
 def test_an_interrupted_make_keeps_finished_games_and_resumes_with_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,6 +63,7 @@ def test_an_interrupted_make_keeps_finished_games_and_resumes_with_the_rest(
     ]
 
 
+@needs_textworld
 def test_a_different_seed_in_the_same_folder_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -141,3 +142,14 @@ def test_doctor_says_which_extra_each_environment_needs(monkeypatch: pytest.Monk
     assert "env toy" not in checks and "env clindiag" not in checks  # they need no extra
     expected = {f"env {entry.name}" for entry in registry.env_entries() if entry.extra}
     assert set(checks) == expected
+
+
+@pytest.mark.parametrize(("env", "task"), [("toy", "heat-mug"), ("toy-desk", "payment-network")])
+def test_the_harness_plays_both_toy_environments(env: str, task: str, tmp_path: Path) -> None:
+    from pos_agent.bench.case import CaseSpec, run_case
+
+    for agent in ("raw", "pos"):
+        spec = CaseSpec(env=env, task=task, agent=agent, model="scripted", max_steps=2)
+        result = run_case(spec, tmp_path / agent, run_name="toy")
+        assert result.status == "failure" and result.steps == 2, result.error
+        assert result.tokens["policy"].calls >= 2

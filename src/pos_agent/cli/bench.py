@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -172,7 +171,7 @@ def bench(
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = [
-            replace(s, health=health, embed_model=embed)
+            s.model_copy(update={"health": health, "embed_model": embed})
             for s in loaded.cases(
                 methods,
                 model,

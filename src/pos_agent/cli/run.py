@@ -40,9 +40,9 @@ from pos_agent.cli._common import (
 )
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
-from pos_agent.health.recovery import RecoveryMode
 from pos_agent.health.window import Diagnosis
 from pos_agent.llm import CacheMode, ModelFailure, ModelOptions, parse_spec
+from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.trace import is_scored
 
 
@@ -143,7 +143,7 @@ def run(
         split=split,
         env_models=env_models,
         generation_tokens=generation_tokens,
-        profile=profile,  # type: ignore[arg-type]
+        profile=profile,
         bounds=bounds,
         context_window=context_window,
         embed_model=embed,

@@ -302,7 +302,10 @@ class ToyEnvironment(BudgetedEnvironment):
 
     def _backend_step(self, action: str) -> BackendResult:
         if action not in _admissible(self.task, self.world):
-            return self.invalid_result(_NOTHING)
+            return self.invalid_result(
+                f"{_NOTHING} Invalid action {action!r}: it is not one of the admissible "
+                "actions here."
+            )
         self.world, text = _apply(self.task, self.world, action)
         return self._result(text)
 

@@ -9,7 +9,9 @@ from typing import Literal, Protocol, TypeVar, get_args, runtime_checkable
 from pydantic import BaseModel
 
 Role = Literal["system", "user", "assistant"]
-FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
+FailureKind = Literal[
+    "transport", "schema", "empty", "truncated", "config", "timeout", "context_overflow"
+]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 # How a structured answer was obtained, strongest first: decoding constrained by a grammar (the
@@ -99,7 +101,10 @@ class ModelFailure(Exception):
     `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
     never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
     or model file, a rejected key, an unknown model, a server that does not speak the chat
-    completions protocol). `usage` is what the failed attempts still cost.
+    completions protocol), context_overflow (the prompt does not fit the model's context
+    window: a server's context-length rejection or the local model's too-long prompt; the
+    case ends as a scored failure, the paper's policy). `usage` is what the failed attempts
+    still cost.
     """
 
     def __init__(

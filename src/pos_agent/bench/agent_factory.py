@@ -25,7 +25,7 @@ from pos_agent.agents.settings import TEMPERATURE, AgentLimits, paper_generation
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent
 from pos_agent.health.window import Diagnosis
-from pos_agent.llm import Model, ModelOptions, TokenLedger
+from pos_agent.llm import TokenLedger
 from pos_agent.trace import TraceWriter
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ def build_agent(
         "profile_asked": spec.profile,
     }
     if spec.agent == "raw":
-        window = spec.context_window or context_window_of(role_specs["policy"], models["policy"])
+        # No cut unless asked (the paper's policy, the same for every method and model): a
+        # prompt that does not fit ends the case as a scored failure (context_overflow).
+        window = spec.context_window
         settings.update(policy=asdict(limits.policy), context_window=window)
         agent: Agent = RawAgent(
             models["policy"],
@@ -126,15 +128,6 @@ def build_agent(
         on_step=on_step,
     )
     return agent, settings
-
-
-def context_window_of(spec: str, model: Model) -> int | None:
-    """The context window a prompt must fit: a local GGUF model's n_ctx; none for a server
-    (unless the case sets `context_window`)."""
-    if spec != "local" and not spec.startswith("gguf:"):
-        return None
-    options = getattr(model, "options", None)
-    return options.n_ctx if isinstance(options, ModelOptions) else ModelOptions().n_ctx
 
 
 class TracedExpert:

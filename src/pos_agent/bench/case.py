@@ -82,7 +82,7 @@ class CaseSpec:
     generation_tokens: int | None = None  # every agent-side call; None: the paper's (App. D.1)
     profile: ProfileName | None = None  # None: each role's model picks (compact for `local`)
     bounds: dict[str, int | None] = field(default_factory=dict)  # schema bounds overridden
-    context_window: int | None = None  # raw history cut; None: n_ctx of local models, else never
+    context_window: int | None = None  # raw history cut to fit it; None: never (the paper's)
     max_steps: int | None = None
     split: str | None = None
     seed: int | None = None

@@ -31,6 +31,7 @@ from pos_agent.agents.base import StepCallback
 from pos_agent.agents.baselines import BASELINES
 from pos_agent.agents.pos import VARIANTS, PosConfig
 from pos_agent.agents.settings import ProfileName
+from pos_agent.bench import signals
 from pos_agent.bench.agent_factory import SpecError, build_agent
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.bench.locks import FileLock, LockHeld
@@ -193,6 +194,9 @@ def run_case(
         pending: BaseException | None = None
         try:
             outcome = _play(record, load, pos_config, time_limit_s)
+            if (signum := signals.requested()) is not None:
+                # A stop signal whose exception something swallowed: never read as a score.
+                outcome = Outcome("interrupted", signals.describe(signum))
         except BaseException as exc:  # Ctrl-C and time limits included: recorded, never lost
             outcome = _outcome_of(exc, record)
             if not isinstance(exc, Exception | KeyboardInterrupt | CaseTimeout):

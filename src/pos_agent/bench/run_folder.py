@@ -29,6 +29,7 @@ from pos_agent.bench.identity import (
     spec_settings,
 )
 from pos_agent.bench.locks import FileLock, LockHeld
+from pos_agent.bench.recorder import RecordError
 from pos_agent.llm import ModelOptions
 from pos_agent.trace import write_json_atomic
 
@@ -150,6 +151,15 @@ class RunFolder:
     def open(self, plan: RunPlan, *, resume: bool, describe: dict[str, Any] | None = None) -> None:
         """Lock the folder, check the plan again under the lock, and write a new run's
         config.json; an existing run's config.json is never rewritten."""
+        self.lock(plan, resume=resume)
+        try:
+            self.record(plan, describe)
+        except BaseException:
+            self.close()
+            raise
+
+    def lock(self, plan: RunPlan, *, resume: bool) -> None:
+        """Take the folder's lock and check the plan under it; writes nothing but the lock."""
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
@@ -166,11 +176,25 @@ class RunFolder:
             ) from None
         try:
             self.check(plan, resume=resume)
-            if read_config(self.run_dir) is None:
-                self._write_config(plan, describe or {})
         except BaseException:
             self.close()
             raise
+
+    def record(self, plan: RunPlan, describe: dict[str, Any] | None = None) -> None:
+        """Write a new run's config.json (under the lock); RecordError when the disk refuses."""
+        if read_config(self.run_dir) is not None:
+            return
+        try:
+            self._write_config(plan, describe or {})
+        except OSError as exc:
+            raise RecordError(
+                exc.errno, f"cannot write {self.run_dir / CONFIG_NAME}: {exc.strerror or exc}"
+            ) from None
+
+    @property
+    def created(self) -> bool:
+        """True once the run's config.json exists (the run can be resumed)."""
+        return (self.run_dir / CONFIG_NAME).is_file()
 
     def close(self) -> None:
         self._lock.release()

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from pos_agent.bench.env_models import parse_env_models
+from pos_agent.bench.signals import stop_on_signals
 from pos_agent.cli._common import (
     BOUND_HELP,
     CASE_TIMEOUT_HELP,
@@ -32,6 +33,7 @@ from pos_agent.cli._common import (
     checked_bounds,
     checked_embed_model,
     checked_profile,
+    console,
     model_options,
 )
 from pos_agent.health.window import Diagnosis
@@ -158,7 +160,15 @@ def case_options(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def with_options(**values: Any) -> None:
         options = CaseOptions(**{name: values.pop(name) for name, _ in _PARAMETERS})
-        command(options=options, **values)
+        # Ctrl-C, SIGTERM and SIGHUP, at any point (set-up and pre-flight included), exit 130.
+        with stop_on_signals():
+            try:
+                command(options=options, **values)
+            except KeyboardInterrupt:
+                console.print(
+                    "\n[yellow]Interrupted[/] before any case started; nothing to resume."
+                )
+                raise typer.Exit(130) from None
 
     with_options.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
     return with_options

@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from pos_agent.bench.case import AGENTS, CaseSpec, RecordError
-from pos_agent.bench.run_folder import RunFolderError, check_run_name, prepare_out
+from pos_agent.bench.run_folder import CONFIG_NAME, RunFolderError, check_run_name, prepare_out
 from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
 from pos_agent.bench.runner import Progress as BenchProgress
 from pos_agent.bench.suite import Suite, builtin_suites, load_suite
@@ -229,18 +229,28 @@ def _play(specs: list[CaseSpec], config: BenchConfig, name: str) -> list[CaseRes
             _fail(str(exc))
         except RecordError as exc:
             bar.stop()
+            then = f", then continue with --run {shown(name)} --resume" if _created(config) else ""
             console.print(
                 f"[red]error:[/] {shown(exc.strerror or exc)}\n"
-                f"Free space or choose another --out, then continue with --run {shown(name)} --resume"
+                f"Free space or choose another --out{then}"
             )
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             bar.stop()
-            console.print(
-                f"\n[yellow]Interrupted.[/] Finished cases are kept; continue with "
-                f"--run {shown(name)} --resume"
-            )
+            if _created(config):
+                console.print(
+                    f"\n[yellow]Interrupted.[/] Finished cases are kept; continue with "
+                    f"--run {shown(name)} --resume"
+                )
+            else:  # during the checks or the pre-flight: there is no run to continue
+                console.print(
+                    "\n[yellow]Interrupted[/] before the run started; nothing was written."
+                )
             raise typer.Exit(130) from None
+
+
+def _created(config: BenchConfig) -> bool:
+    return (config.run_dir / CONFIG_NAME).is_file()
 
 
 def _summarise(results: list[CaseResult], run_dir: Path) -> None:

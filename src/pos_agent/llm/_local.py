@@ -9,6 +9,7 @@ import importlib.util
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,30 +178,32 @@ class LlamaCppBackend:
         loaded = self._loaded()
         grammar = self._grammar(loaded.llama, request.schema) if request.schema else None
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        with loaded.lock:
-            try:
-                result = loaded.llama.create_chat_completion(
+        try:
+            result = interruptible(
+                loaded.lock,
+                lambda: loaded.llama.create_chat_completion(
                     messages=messages,
                     max_tokens=request.max_tokens,
                     temperature=request.temperature,
                     seed=request.seed,
                     grammar=grammar,
-                )
-            except ValueError as exc:
-                if "context window" in str(exc):
-                    raise BackendError(
-                        "config",
-                        f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
-                        "shorten the prompt or raise n_ctx",
-                        retryable=False,
-                    ) from None
+                ),
+            )
+        except ValueError as exc:
+            if "context window" in str(exc):
                 raise BackendError(
-                    "transport", f"llama.cpp rejected the request: {exc}", retryable=False
+                    "config",
+                    f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
+                    "shorten the prompt or raise n_ctx",
+                    retryable=False,
                 ) from None
-            except Exception as exc:
-                raise BackendError(
-                    "transport", f"llama.cpp failed: {type(exc).__name__}: {exc}", retryable=False
-                ) from None
+            raise BackendError(
+                "transport", f"llama.cpp rejected the request: {exc}", retryable=False
+            ) from None
+        except Exception as exc:
+            raise BackendError(
+                "transport", f"llama.cpp failed: {type(exc).__name__}: {exc}", retryable=False
+            ) from None
         choice = result["choices"][0]
         text = choice["message"].get("content") or ""
         usage = result.get("usage") or {}
@@ -217,6 +220,37 @@ class LlamaCppBackend:
             grammar = grammar_for_schema(schema, llama)
             self._grammars[key] = grammar
         return grammar
+
+
+POLL_S = 0.1  # how often a caller waiting for llama.cpp lets its signal handlers run
+
+
+def interruptible(lock: threading.Lock, generate: Callable[[], Any]) -> Any:
+    """`generate()` under `lock`, run on a helper thread while the caller waits, so that a
+    Ctrl-C, SIGTERM or time limit reaches the caller at once instead of when llama.cpp returns
+    (a signal handler runs only between Python bytecodes of the main thread). An abandoned
+    generation finishes on its own thread, bounded by its token budget, and its answer is
+    dropped; the lock keeps the next call off the model until it has.
+    """
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            with lock:
+                outcome.append(generate())
+        except BaseException as exc:  # handed to the waiting caller, who re-raises it
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="pos-llama", daemon=True).start()
+    while not done.wait(POLL_S):
+        pass
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def grammar_for_schema(schema: JsonSchema, llama: Any = None) -> Any:

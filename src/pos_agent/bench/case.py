@@ -265,6 +265,11 @@ def _play(
         finally:
             record.env_extra = _env_extra(env)
             env.close()
+    unjudged = record.episode.extra.get("judge_failed")
+    if unjudged:
+        # The submission was never graded: no score, so not a failure either (--resume and
+        # the bench's infra retries play the case again).
+        return Outcome("infra_error", f"the judge gave no usable verdict, not scored: {unjudged}")
     return Outcome("success" if record.episode.success else "failure")
 
 

@@ -180,6 +180,48 @@ class RunFolder:
             self.close()
             raise
 
+    def claim_case(self, spec: CaseSpec, options: ModelOptions) -> None:
+        """For `pos run --run NAME` inside a bench run: take the run's lock and refuse a case
+        the run does not list, or lists with other settings (saying what differs)."""
+        plan = RunPlan.of([spec], options)
+        config = read_config(self.run_dir) or {}
+        try:
+            self._lock.acquire()
+        except LockHeld as held:
+            who = f"process {held.holder}" if held.holder else "another process"
+            raise RunFolderError(
+                f"{self.run_dir} is in use by {who} (a pos bench on this run); wait for it to "
+                "finish, or choose another --run"
+            ) from None
+        listed = {
+            c["folder"]: c
+            for c in config.get("cases", [])
+            if isinstance(c, dict) and isinstance(c.get("folder"), str)
+        }
+        entry = listed.get(spec.folder)
+        problem = None
+        if entry is None:
+            problem = (
+                f"{self.run_dir} is a pos bench run that does not list {spec.folder}; "
+                "choose another --run"
+            )
+        elif entry.get("settings_hash") != plan.hashes[spec.folder]:
+            changes = describe_changes(
+                {spec.folder: entry.get("spec", {})},
+                plan.cases,
+                config.get("model_options", {}),
+                plan.model_options,
+            )
+            problem = (
+                f"{self.run_dir} is a pos bench run whose {spec.folder} has other settings; "
+                "playing it here would mix two experiments. What differs (run -> now):\n  "
+                + "\n  ".join(changes or ["the settings hash"])
+                + "\nUse the run's settings, or choose another --run."
+            )
+        if problem is not None:
+            self.close()
+            raise RunFolderError(problem)
+
     def record(self, plan: RunPlan, describe: dict[str, Any] | None = None) -> None:
         """Write a new run's config.json (under the lock); RecordError when the disk refuses."""
         if read_config(self.run_dir) is not None:

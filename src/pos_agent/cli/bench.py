@@ -82,7 +82,9 @@ def bench(
     a broken set-up is refused, never scored.
     Only success and failure are scored; other statuses are listed, and --resume reruns them.
     Options given here override the suite's (--generation-tokens, --timeout, ...).
-    Exits 1 when no case was scored, 130 after Ctrl-C, SIGTERM or SIGHUP.
+    Exits 1 when no case was scored, 3 when some cases ended unscored by a server or backend
+    failure (infra_error, after their retries: --resume reruns them), 130 after Ctrl-C,
+    SIGTERM or SIGHUP.
 
     Example: pos bench alfworld-mini --agents pos,raw --model local --workers 2
     """
@@ -265,6 +267,14 @@ def _summarise(results: list[CaseResult], run_dir: Path) -> None:
         console.print("[red]error:[/] no case produced a scored result; see the errors above")
         raise typer.Exit(1)
     console.print(f"report: pos report {shown(run_dir)}")
+    if unscored["infra_error"]:
+        # The run is incomplete, not broken: a script (SLURM, CI) can tell and --resume.
+        console.print(
+            f"[yellow]incomplete:[/] {unscored['infra_error']} case(s) ended unscored by a "
+            f"server or backend failure after their retries; continue with --run "
+            f"{shown(run_dir.name)} --resume (exit code 3)"
+        )
+        raise typer.Exit(3)
 
 
 def _fail(message: str) -> NoReturn:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -11,14 +13,22 @@ import typer
 from pos_agent.agents.base import StepInfo
 from pos_agent.bench.case import AGENTS, CaseBusyError, CaseSpec, RecordError, run_case
 from pos_agent.bench.env_models import env_model_labels, resolve_env_models
-from pos_agent.bench.run_folder import RunFolderError, check_run_name, prepare_out
+from pos_agent.bench.run_folder import (
+    RunFolder,
+    RunFolderError,
+    RunPlan,
+    check_run_name,
+    prepare_out,
+    read_config,
+)
+from pos_agent.bench.runner import finished
 from pos_agent.cli._common import AGENT_HELP, console, shown
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
 from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
-from pos_agent.trace import CaseResult, is_scored
+from pos_agent.trace import CaseResult, is_scored, read_result
 
 
 @app.command()
@@ -102,14 +112,17 @@ def run(
     console.print(f"trace: {shown(case_dir / 'events.jsonl')}")
     started = time.monotonic()
     try:
-        result = run_case(
-            spec,
-            case_dir,
-            run_name=name,
-            options=model_options,
-            on_step=_show,
-            time_limit_s=options.case_timeout,
-        )
+        with _claimed(options.out / name, spec, model_options):
+            result = run_case(
+                spec,
+                case_dir,
+                run_name=name,
+                options=model_options,
+                on_step=_show,
+                time_limit_s=options.case_timeout,
+            )
+    except RunFolderError as exc:
+        _fail(str(exc), 2)
     except KeyboardInterrupt:
         console.print(
             f"\n[yellow]Interrupted.[/] The partial trace and result are in {shown(case_dir)}"
@@ -122,6 +135,33 @@ def run(
     _print_result(result, case_dir, time.monotonic() - started)
     if not is_scored(result.status):
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _claimed(run_dir: Path, spec: CaseSpec, options: ModelOptions) -> Iterator[None]:
+    """Inside a `pos bench` run folder, the case is played under the run's lock, with the
+    run's settings, and a finished case is never overwritten; elsewhere, a scored result that
+    is replaced is said so."""
+    if read_config(run_dir) is None:
+        earlier = read_result(run_dir / spec.folder)
+        if earlier is not None and is_scored(earlier.status):
+            console.print(
+                f"[yellow]note:[/] replacing the earlier {shown(earlier.status)} result in "
+                f"{shown(run_dir / spec.folder)}"
+            )
+        yield
+        return
+    folder = RunFolder(run_dir)
+    folder.claim_case(spec, options)
+    with folder:
+        hash_now = RunPlan.of([spec], options).hashes[spec.folder]
+        earlier = read_result(run_dir / spec.folder)
+        if earlier is not None and finished(earlier, run_dir / spec.folder, hash_now):
+            raise RunFolderError(
+                f"{spec.folder} is a finished case of the pos bench run {run_dir} "
+                f"({earlier.status}); it is kept. Choose another --run to play it again."
+            )
+        yield
 
 
 def _spec(

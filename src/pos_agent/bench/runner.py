@@ -497,7 +497,9 @@ def _outcome(reply: workers.Reply, spec: CaseSpec, run_dir: Path) -> CaseResult 
 def _stop(pool: _Pool, deliver: Deliver) -> None:
     """After a stop signal: start nothing new, interrupt the cases in progress, deliver their
     `interrupted` results (a second signal stops waiting), then end the workers."""
-    pool.signal_busy(signal.SIGINT)  # a no-op for workers the terminal already reached
+    # The signal the run got (a no-op for workers the terminal already reached), so that
+    # each interrupted record names it.
+    pool.signal_busy(signals.requested() or signal.SIGINT)
     deadline = time.monotonic() + STOP_GRACE_S
     try:
         with signals.hurry():

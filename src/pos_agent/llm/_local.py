@@ -75,6 +75,7 @@ class _LoadedModel:
 # system prompt, the same belief rendering) only evaluate the new suffix.
 _LOADED: dict[tuple[str, int, str], _LoadedModel] = {}
 _LOADING = threading.Lock()
+CLOSE_WAIT_S = 120.0  # at exit, the longest to wait for an abandoned generation to finish
 
 
 @atexit.register
@@ -82,8 +83,15 @@ def _close_all() -> None:
     """Free llama.cpp contexts while the interpreter is whole; left to `__del__` at shutdown
     they fail noisily ("'NoneType' object is not callable") once their modules are gone."""
     for loaded in list(_LOADED.values()):
-        with contextlib.suppress(Exception):
-            loaded.llama.close()
+        # A generation abandoned by Ctrl-C may still run on its helper thread: freeing the
+        # context under it would crash the process, so wait for it (its token budget bounds it).
+        if not loaded.lock.acquire(timeout=CLOSE_WAIT_S):
+            continue
+        try:
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        finally:
+            loaded.lock.release()
     _LOADED.clear()
 
 

@@ -62,15 +62,15 @@ def test_a_short_outage_does_not_turn_the_cases_into_infra_errors(tmp_path: Path
                 "base_url": url,
                 "max_retries": 0,
                 "breaker_failures": 1,  # the one failed request opens the breaker ...
-                "breaker_cooldown_s": 1.0,  # ... for a second
+                "breaker_cooldown_s": 20.0,  # ... for longer than every attempt takes to start
             },
         )
-        results = run_bench(server_specs(TASKS), config)
+        results = run_bench(server_specs(TASKS[:2]), config)
     forget_breakers()
     statuses = [r.status for r in results]
-    assert all(s in SCORED_STATUSES for s in statuses), statuses  # used to be 5-6 infra_error
+    assert all(s in SCORED_STATUSES for s in statuses), statuses  # used to be all infra_error
     failed_at = behaviour.request_times[0]
-    assert behaviour.request_times[1] - failed_at >= 1.0, "the retry waited out the breaker"
+    assert behaviour.request_times[1] - failed_at >= 20.0, "the retries waited out the breaker"
 
 
 def test_a_run_with_cases_unscored_by_infra_exits_3(tmp_path: Path) -> None:

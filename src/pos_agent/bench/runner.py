@@ -11,6 +11,11 @@ A case is finished when its `result.json` has a scored status (success, failure)
 by a known result version with the run's settings, and its trace is complete; `--resume` keeps
 those and reruns everything else whole. Results are written atomically by the one process that
 played the case, so killing the runner at any moment loses no finished result.
+
+Each worker process plays one case at a time over its own pipe; one that dies costs only its
+case (`infra_error`) and is replaced. A case retried after an infrastructure error waits out
+the model server's circuit breaker first. Ctrl-C, SIGTERM and SIGHUP stop the run the same way
+(bench/signals.py).
 """
 
 from __future__ import annotations
@@ -368,11 +373,13 @@ class _Pool:
         )
         worker.spec = spec
 
-    def replies(self, timeout: float | None) -> list[tuple[CaseSpec, workers.Reply]]:
+    def replies(self, timeout: float) -> list[tuple[CaseSpec, workers.Reply]]:
         """The replies of busy workers that answered (or died) within `timeout` seconds."""
         busy = self.busy
+        if not busy:
+            return []
         handles: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
-        ready = set(wait_for_handles(handles, timeout)) if busy else set()
+        ready = set(wait_for_handles(handles, timeout))
         answered = []
         for index, worker in enumerate(self.workers):
             spec = worker.spec
@@ -442,8 +449,7 @@ def _execute_in_workers(queue: _Queue, config: BenchConfig, deliver: Deliver) ->
                 if spec is None:
                     break
                 pool.submit(worker, spec)
-            wait_s = POLL_S if not queue or pool.busy else min(POLL_S, queue.wait_s())
-            for spec, reply in pool.replies(wait_s if pool.busy else None):
+            for spec, reply in pool.replies(POLL_S):
                 result = _outcome(reply, spec, config.run_dir)
                 if result is None:
                     continue
@@ -504,7 +510,7 @@ def _stop(pool: _Pool, deliver: Deliver) -> None:
     try:
         with signals.hurry():
             while pool.busy and time.monotonic() < deadline:
-                for spec, reply in pool.replies(deadline - time.monotonic()):
+                for spec, reply in pool.replies(max(0.0, deadline - time.monotonic())):
                     result = _outcome(reply, spec, pool.config.run_dir)
                     if result is not None:
                         deliver(result)

@@ -141,13 +141,6 @@ def play(job: Job) -> Reply:
         _STATE.in_case = False
 
 
-def worker_case(
-    spec: CaseSpec, run_dir: str, run_name: str, time_limit_s: float | None
-) -> CaseResult | None:
-    """Play one case in this process as a worker would; None when it was not started."""
-    return play(Job(spec, run_dir, run_name, time_limit_s)).result
-
-
 def parent_alive() -> bool:
     return _STATE.parent_pid == 0 or os.getppid() == _STATE.parent_pid
 

@@ -66,7 +66,8 @@ class Reply:
 
     `kind`: result; skipped (stopping, the case was not started); busy (another process holds
     the case folder); record_error (the disk refused a write: `errno`); error (the worker's own
-    code failed before a result existed).
+    code failed before a result existed). The parent adds died (the process ended without a
+    reply: killed, out of memory).
     """
 
     kind: str

@@ -54,7 +54,6 @@ from pos_agent.trace import CaseResult, Status
 __all__ = [
     "AGENTS",
     "CaseBusyError",
-    "CaseEnded",
     "CaseInterrupted",
     "CaseSpec",
     "ModelLoader",
@@ -146,15 +145,6 @@ class CaseInterrupted(KeyboardInterrupt):
 
 class CaseBusyError(RuntimeError):
     """Another process is writing this case folder; nothing was touched."""
-
-
-class CaseEnded(Exception):
-    """Raised inside a case to end it with a recorded outcome (e.g. a judge without a
-    usable verdict: unscored); the result is written before anything propagates."""
-
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.error or outcome.status)
-        self.outcome = outcome
 
 
 def run_case(
@@ -275,8 +265,6 @@ def _play(
 
 def _outcome_of(exc: BaseException, record: CaseRecorder) -> Outcome:
     """The recorded outcome of a case that ended by `exc`."""
-    if isinstance(exc, CaseEnded):
-        return exc.outcome
     if isinstance(exc, KeyboardInterrupt):
         return Outcome("interrupted", str(exc) or "interrupted by the user (Ctrl-C)")
     if isinstance(exc, CaseTimeout):

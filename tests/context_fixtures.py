@@ -10,11 +10,11 @@ from typing import Any
 
 from pos_agent.agents.base import Episode
 from pos_agent.agents.baselines import build_baseline, resolve_settings
-from pos_agent.agents.settings import role_limits
 from pos_agent.envs import Environment
 from pos_agent.events import Event
 from pos_agent.llm import ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles.limits import role_limits
 from pos_agent.trace import TraceWriter, read_events
 
 Reply = str | BaseException | None

@@ -18,7 +18,6 @@ from context_fixtures import RoleScript, run_baseline, user_text
 from pos_agent.agents.base import Episode
 from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.context import INTERNAL_ROLES
-from pos_agent.agents.settings import role_limits
 from pos_agent.envs import Environment
 from pos_agent.events import (
     ActionEvent,
@@ -34,6 +33,7 @@ from pos_agent.events import (
 )
 from pos_agent.llm import ModelFailure, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles.limits import role_limits
 from pos_agent.trace import read_events
 
 CLEAN = "Status: complete\nIntegrity: clean\nContract audit: aligned\n\nFacts: seen.\nBlocking constraints: none"

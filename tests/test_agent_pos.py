@@ -472,7 +472,7 @@ def test_without_a_choice_the_next_gap_is_epistemic_first_in_diagnosis(tmp_path:
 def test_progress_is_judged_on_the_gap_active_before_the_step_even_when_resolved(
     tmp_path: Any,
 ) -> None:
-    from pos_agent.agents import prompts
+    from pos_agent.sentinel import prompts
 
     def update(call: Call) -> list[dict[str, Any]]:
         return [{"op": "resolve_gap", "id": "g1"}] if call.observed_step == 1 else []
@@ -597,8 +597,8 @@ def test_raw_gets_the_complete_trajectory_unclipped(tmp_path: Any) -> None:
 
 
 def test_raw_cuts_the_oldest_turns_only_to_fit_the_context_window(tmp_path: Any) -> None:
-    from pos_agent.agents.settings import role_limits
     from pos_agent.events import ContextCutEvent
+    from pos_agent.roles.limits import role_limits
 
     script = Script(policy=lambda call: "go to sink 1")
     limits = role_limits("policy", model="scripted", generation_tokens=512)
@@ -621,7 +621,7 @@ def test_the_belief_model_and_the_policy_see_each_observation_whole(tmp_path: An
 
 
 def test_the_audit_reads_whole_observations_except_on_the_compact_profile(tmp_path: Any) -> None:
-    from pos_agent.agents.settings import AgentLimits
+    from pos_agent.roles.limits import AgentLimits
 
     script = Script(policy=lambda call: "go to sink 1")
     run(script, tmp_path / "standard", env=LongKitchen(max_steps=2))
@@ -642,7 +642,7 @@ def test_roles_get_the_paper_budget_and_unbounded_schemas_by_default(tmp_path: A
 
 
 def test_the_compact_profile_bounds_schemas_and_budgets(tmp_path: Any) -> None:
-    from pos_agent.agents.settings import AgentLimits
+    from pos_agent.roles.limits import AgentLimits
 
     script = Script()
     run(script, tmp_path, env=KitchenEnv(max_steps=2), limits=AgentLimits.of_profile("compact"))
@@ -661,7 +661,7 @@ def test_the_compact_profile_bounds_schemas_and_budgets(tmp_path: Any) -> None:
 def _walking_window(gap_ops: list[dict[str, Any]]) -> tuple[list[Any], Any]:
     """Eight validated steps of an agent that moves every step (progress 1 each time), with the
     goal gap g1 open throughout; `gap_ops` are applied at the last step."""
-    from pos_agent.agents.pos import Validated
+    from pos_agent.agents.pos.agent import Validated
     from pos_agent.belief import Belief, apply_patch, world_keys
 
     belief, _ = apply_patch(

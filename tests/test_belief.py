@@ -533,3 +533,32 @@ def test_apply_patch_is_deterministic(patch: list[dict[str, Any]]) -> None:
     second = apply_patch(kitchen(), patch)
     assert first[0] == second[0]
     assert [r.reason for r in first[1]] == [r.reason for r in second[1]]
+
+
+def test_the_models_patch_schema_offers_exactly_the_patch_ops() -> None:
+    # The op names are spelled once (PATCH_OPS); the schema's literals must be those names, in
+    # the standard schema and in a bounded one, so no op the engine knows is hidden from the
+    # model and no op the model may write is unknown to the engine.
+    from typing import get_args
+
+    from pos_agent.agents.pos.schemas import BeliefPatch, PatchOp, patch_schema
+    from pos_agent.belief import PATCH_OPS
+    from pos_agent.roles.limits import COMPACT
+
+    literals = {
+        value for op in get_args(PatchOp) for value in get_args(op.model_fields["op"].annotation)
+    }
+    assert literals == set(PATCH_OPS)
+    bounded = patch_schema(COMPACT.bounds)
+    schema = bounded.model_json_schema()
+    written = {
+        value
+        for definition in schema["$defs"].values()
+        if "op" in definition.get("properties", {})
+        for value in (
+            definition["properties"]["op"].get("enum")
+            or [definition["properties"]["op"].get("const")]
+        )
+    }
+    assert written == set(PATCH_OPS)
+    assert issubclass(bounded, BeliefPatch)

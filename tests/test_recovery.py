@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pos_agent.belief import Belief, apply_patch, focus_keys, world_keys
 from pos_agent.health import HealthConfig, WindowStep, assess_window
-from pos_agent.health.recovery import (
+from pos_agent.recovery.constraint import (
     GENERIC_LINE,
     Transition,
     allowed_actions,

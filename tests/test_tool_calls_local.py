@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels, Turn
+from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels, StepStart
 from pos_agent.belief import Belief, apply_patch, world_keys
 from pos_agent.envs import list_tasks, make_env
 from pos_agent.envs.tools import ToolEnvironment, parse_tool_calls
@@ -53,10 +53,12 @@ def test_first_decision_of_the_embedded_model_is_a_valid_tool_call(
         )
         with TraceWriter(tmp_path) as trace:
             agent = PosAgent(RoleModels.single(model), PosConfig(), trace=trace)
+            state = agent.episode_state(env, observation)
+            state.belief = belief
             decision = agent.decide(
-                env.goal, Turn(0, belief, world_keys(belief), belief.active_gap), observation, None
+                state, StepStart(0, belief, world_keys(belief), belief.active_gap)
             )
-        assert agent.limits.policy.profile == "compact"
+        assert state.limits.policy.profile == "compact"
         events = list(read_events(tmp_path))
         assert not any(isinstance(e, DegradedEvent) for e in events), events
         call = next(e for e in events if isinstance(e, ModelCallEvent))

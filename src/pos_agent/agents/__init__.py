@@ -15,10 +15,10 @@ embedded 135M model.
 """
 
 from pos_agent.agents.base import Agent, Episode, StepCallback, StepInfo
-from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
 from pos_agent.agents.pos import PosAgent
+from pos_agent.agents.pos.config import VARIANTS, PosConfig, RoleModels, Variant
 from pos_agent.agents.raw import RawAgent
-from pos_agent.agents.settings import (
+from pos_agent.roles.limits import (
     COMPACT,
     PROFILE_NAMES,
     STANDARD,

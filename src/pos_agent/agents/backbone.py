@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TypedDict, Unpack
 
 from pos_agent.agents.base import Episode, RoleCaller, StepCallback, StepInfo, observation_event
-from pos_agent.agents.settings import RoleLimits, paper_generation_tokens, role_limits
 from pos_agent.envs import Environment, Observation
 from pos_agent.llm import Model, TokenLedger
+from pos_agent.roles.limits import RoleLimits, paper_generation_tokens, role_limits
 from pos_agent.trace import TraceWriter
 
 

@@ -22,8 +22,8 @@ from pos_agent.agents.context.embeddings import LEXICAL_SPEC
 from pos_agent.agents.context.settings import BaselineSettings, baseline_settings, with_options
 from pos_agent.agents.context_agent import REACT_METHODS, ContextAgent
 from pos_agent.agents.long_horizon import LongHorizonAgent
-from pos_agent.agents.settings import RoleLimits
 from pos_agent.llm import Model, ModelOptions, TokenLedger
+from pos_agent.roles.limits import RoleLimits
 from pos_agent.trace import TraceWriter
 
 BASELINES: tuple[str, ...] = (*REACT_METHODS, "lh_harness")

@@ -48,11 +48,11 @@ from pos_agent.agents.context.lookups import Lookup, decide_with_lookups, split_
 from pos_agent.agents.context.pace import PaceMemory
 from pos_agent.agents.context.settings import BaselineSettings
 from pos_agent.agents.context.turns import Turn
-from pos_agent.agents.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
-from pos_agent.agents.settings import RoleLimits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import LookupEvent
 from pos_agent.llm import Message, Model, ModelOptions
+from pos_agent.roles.limits import RoleLimits
+from pos_agent.roles.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
 
 REACT_METHODS: tuple[str, ...] = ("acon", "pace", "hiagent")
 

@@ -36,10 +36,10 @@ from pos_agent.agents.context.longhorizon import (
 )
 from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
 from pos_agent.agents.context.turns import Turn
-from pos_agent.agents.schemas import action_text, decision_schema
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent, DegradedEvent, RoundAuditEvent, RoundPlanEvent
 from pos_agent.llm import Model
+from pos_agent.roles.schemas import action_text, decision_schema
 
 
 class LongHorizonAgent(BackboneAgent):

@@ -24,12 +24,12 @@ from pos_agent.agents.base import (
     finish,
     observation_event,
 )
-from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import decision_schema
-from pos_agent.agents.settings import RoleLimits
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ContextCutEvent
 from pos_agent.llm import Message, Model
+from pos_agent.roles.limits import RoleLimits
+from pos_agent.roles.schemas import decision_schema
+from pos_agent.roles.transition import Transition
 
 # Prompt tokens are estimated, not counted (the agent has no tokenizer): about three characters
 # a token errs on the side of cutting a little early. The margin covers the chat template.
@@ -64,7 +64,7 @@ class RawAgent(BackboneAgent):
         observation = env.reset()
         first = observation.text
         self.call.emit(observation_event(0, observation))
-        history: list[Step] = []
+        history: list[Transition] = []
         try:
             for t in range(env.max_steps):
                 admissible = observation.admissible_actions
@@ -91,7 +91,7 @@ class RawAgent(BackboneAgent):
                 self.record_step(
                     episode, t + 1, decision.action, observation, degraded=decision.degraded
                 )
-                history.append(Step(t + 1, decision.action, observation.text))
+                history.append(Transition(t + 1, decision.action, observation.text))
                 if observation.done:
                     break
         finally:
@@ -102,7 +102,7 @@ class RawAgent(BackboneAgent):
         self,
         goal: str,
         first: str,
-        history: list[Step],
+        history: list[Transition],
         observation: Observation,
         t: int,
         limits: RoleLimits,

@@ -1,6 +1,11 @@
 """The belief state: data model, patches, record keys, projection and prompt rendering."""
 
-from pos_agent.belief.active_gap import ActiveGapChoice, retain_active_gap
+from pos_agent.belief.active_gap import (
+    ActiveGapChoice,
+    retain_active_gap,
+    select_active_gap,
+    with_first_gap,
+)
 from pos_agent.belief.keys import Projection, focus_keys, project, world_keys
 from pos_agent.belief.model import (
     SOURCES,
@@ -15,11 +20,11 @@ from pos_agent.belief.model import (
 )
 from pos_agent.belief.patch import (
     PATCH_OPS,
+    PatchOpName,
     PatchOutcome,
     RejectedOp,
     apply_patch,
     apply_patch_detailed,
-    select_active_gap,
 )
 from pos_agent.belief.render import render_belief
 from pos_agent.kinds import GAP_KINDS
@@ -33,6 +38,7 @@ __all__ = [
     "Entity",
     "Gap",
     "GapKind",
+    "PatchOpName",
     "PatchOutcome",
     "Projection",
     "RejectedOp",
@@ -47,5 +53,6 @@ __all__ = [
     "render_belief",
     "retain_active_gap",
     "select_active_gap",
+    "with_first_gap",
     "world_keys",
 ]

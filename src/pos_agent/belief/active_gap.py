@@ -1,5 +1,8 @@
-"""Which gap is active after an update: the active gap is retained until it is resolved
-(paper Table 3 and Algorithm 1; DESIGN §1).
+"""Gaps in one place: the first gap of an episode, and which gap is active after an update (the
+active gap is retained until it is resolved; paper Table 3 and Algorithm 1; DESIGN §1).
+
+An initial belief with no open gap gets the goal itself as its first achievement gap: the loop
+needs a gap to work on (`with_first_gap`).
 
 The belief model may ask for another active gap at any step (`set_active_gap`, or `add_gap`
 with `activate`). While the held gap is open that request is refused. Once it is resolved, the
@@ -11,8 +14,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from pos_agent.belief.model import Belief, GapKind
-from pos_agent.belief.patch import select_active_gap
+from pos_agent.belief.model import Belief, GapKind, id_order
+from pos_agent.belief.patch import apply_patch_detailed
+
+
+def select_active_gap(belief: Belief, prefer: GapKind | None = None) -> str | None:
+    """Keep the active gap while it is open; else the earliest open gap (of `prefer` kind first)."""
+    if belief.active_gap is not None:
+        return belief.active_gap_id
+    candidates = sorted(
+        belief.open_gaps, key=lambda g: (g.kind != prefer, g.opened_at, id_order(g.id))
+    )
+    return candidates[0].id if candidates else None
+
+
+def with_first_gap(belief: Belief, prefer: GapKind) -> Belief:
+    """The initial belief ready for the loop: the goal becomes the first (achievement) gap when
+    the belief has no open gap, and an active gap is chosen (`select_active_gap`)."""
+    if not belief.open_gaps:
+        belief = apply_patch_detailed(
+            belief,
+            [{"op": "add_gap", "kind": "achievement", "text": belief.goal, "activate": True}],
+        ).belief
+    return replace(belief, active_gap_id=select_active_gap(belief, prefer))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,9 @@ id, or to entities by their (unique) name, which lets one patch create an entity
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pos_agent.belief.model import (
     SOURCES,
@@ -23,12 +23,13 @@ from pos_agent.belief.model import (
     Scalar,
     SourceKind,
     State,
-    id_order,
     normalize_text,
 )
 from pos_agent.kinds import GAP_KINDS
 
-PATCH_OPS: tuple[str, ...] = (
+# The patch-operation names, spelled once: the handler table below (`_<name>` for each) and the
+# model's patch schema (agents/pos/schemas.py, tied by a test) derive from them.
+PatchOpName = Literal[
     "upsert_entity",
     "upsert_state",
     "remove_state",
@@ -37,7 +38,8 @@ PATCH_OPS: tuple[str, ...] = (
     "add_gap",
     "resolve_gap",
     "set_active_gap",
-)
+]
+PATCH_OPS: tuple[PatchOpName, ...] = get_args(PatchOpName)
 MAX_TEXT = 2_000  # longer strings are truncated: they would only bloat every later prompt
 
 
@@ -91,16 +93,6 @@ def apply_patch_detailed(belief: Belief, patch: Any) -> PatchOutcome:
         except Exception as exc:  # defensive: a bug here must not kill an episode
             rejected.append(RejectedOp(index, raw, f"internal error: {exc!r}"))
     return draft.finish(rejected)
-
-
-def select_active_gap(belief: Belief, prefer: GapKind | None = None) -> str | None:
-    """Keep the active gap while it is open; else the earliest open gap (of `prefer` kind first)."""
-    if belief.active_gap is not None:
-        return belief.active_gap_id
-    candidates = sorted(
-        belief.open_gaps, key=lambda g: (g.kind != prefer, g.opened_at, id_order(g.id))
-    )
-    return candidates[0].id if candidates else None
 
 
 # -- the draft: copy-on-write tables and lazily built indexes ----------------------------------
@@ -526,16 +518,8 @@ def _set_active_gap(draft: _Draft, raw: Mapping[str, Any]) -> dict[str, Any]:
     return {"op": "set_active_gap", "id": gap.id}
 
 
-_HANDLERS = {
-    "upsert_entity": _upsert_entity,
-    "upsert_state": _upsert_state,
-    "remove_state": _remove_state,
-    "upsert_relation": _upsert_relation,
-    "remove_relation": _remove_relation,
-    "add_gap": _add_gap,
-    "resolve_gap": _resolve_gap,
-    "set_active_gap": _set_active_gap,
-}
+_Handler = Callable[[_Draft, Mapping[str, Any]], dict[str, Any]]
+_HANDLERS: dict[str, _Handler] = {name: globals()[f"_{name}"] for name in PATCH_OPS}
 
 
 def _as_op_list(patch: Any) -> tuple[list[Any], list[RejectedOp]]:

@@ -6,8 +6,9 @@ and the settings recorded in the trace and the result.
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any, get_args
 
 from pos_agent.agents.base import (
     Agent,
@@ -17,25 +18,44 @@ from pos_agent.agents.base import (
     finish,
     observation_event,
 )
-from pos_agent.agents.baselines import BASELINES, build_baseline, resolve_settings
+from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.expert import run_expert
+from pos_agent.agents.methods import METHODS, MethodKind
 from pos_agent.agents.pos import VARIANTS, PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
-from pos_agent.agents.settings import TEMPERATURE, AgentLimits, paper_generation_tokens
+from pos_agent.bench.spec import CaseSpec, ModelLoader
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent
 from pos_agent.health.window import Diagnosis
-from pos_agent.llm import TokenLedger
+from pos_agent.llm import Model, TokenLedger
+from pos_agent.roles.limits import TEMPERATURE, AgentLimits, paper_generation_tokens
 from pos_agent.trace import TraceWriter
-
-if TYPE_CHECKING:
-    from pos_agent.bench.case import CaseSpec, ModelLoader
 
 HEALTH_MODES: tuple[Diagnosis, ...] = get_args(Diagnosis)
 
 
 class SpecError(ValueError):
     """The case spec names a setting that does not exist (ends the case as config_error)."""
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """What every builder gets: the case, its loaded models, the limits and the records."""
+
+    spec: CaseSpec
+    models: dict[str, Model]
+    """The loaded model of each role the method calls (`CaseSpec.models()` names them)."""
+    limits: AgentLimits
+    """Budgets and schema bounds per role, for these models and this environment."""
+    ledger: TokenLedger
+    trace: TraceWriter
+    """The case's trace, which the agent's role calls write to."""
+    on_step: StepCallback | None = None
+    pos_config: PosConfig | None = None
+    """PoS variants: the loop's settings the case starts from (None: the defaults)."""
+
+
+Built = tuple[Agent, dict[str, Any]]  # the agent and the settings recorded in trace and result
 
 
 def build_agent(
@@ -48,7 +68,8 @@ def build_agent(
     pos_config: PosConfig | None,
 ) -> tuple[Agent, dict[str, Any]]:
     """The agent for `spec` and the settings it runs with (recorded in trace and result)."""
-    if spec.agent == "expert":
+    method = METHODS[spec.agent]
+    if method.kind == "expert":
         return TracedExpert(trace, on_step), {}
     role_specs = spec.models()
     models = {role: load(name, role) for role, name in role_specs.items()}
@@ -64,70 +85,89 @@ def build_agent(
         "temperature": TEMPERATURE,
         "profile_asked": spec.profile,
     }
-    if spec.agent == "raw":
-        # No cut unless asked (the paper's policy, the same for every method and model): a
-        # prompt that does not fit ends the case as a scored failure (context_overflow).
-        window = spec.context_window
-        settings.update(policy=asdict(limits.policy), context_window=window)
-        agent: Agent = RawAgent(
-            models["policy"],
-            ledger=ledger,
-            trace=trace,
-            on_step=on_step,
-            limits=limits.policy,
-            context_window=window,
-            temperature=TEMPERATURE,
-        )
-        return agent, settings
-    if spec.agent in BASELINES:
-        # LongHorizon's manager, executor and auditor write with the policy's budget: the
-        # paper's generation length for a real model, the compact profile's for the embedded one.
-        baseline = resolve_settings(
-            spec.env, spec.agent, spec.method_options, generation_tokens=limits.policy.max_tokens
-        )
-        agent, recorded = build_baseline(
-            spec.agent,
-            models["policy"],
-            baseline,
-            limits=limits.policy,
-            ledger=ledger,
-            trace=trace,
-            on_step=on_step,
-            temperature=TEMPERATURE,
-            embed_model=spec.embed_model,
-        )
-        settings.update(recorded)
-        return agent, settings
+    request = AgentRequest(spec, models, limits, ledger, trace, on_step, pos_config)
+    agent, recorded = BUILDERS[method.kind](request)
+    settings.update(recorded)
+    return agent, settings
+
+
+def _build_raw(r: AgentRequest) -> Built:
+    # No cut unless asked (the paper's policy, the same for every method and model): a prompt
+    # that does not fit ends the case as a scored failure (context_overflow).
+    window = r.spec.context_window
+    agent = RawAgent(
+        r.models["policy"],
+        ledger=r.ledger,
+        trace=r.trace,
+        on_step=r.on_step,
+        limits=r.limits.policy,
+        context_window=window,
+        temperature=TEMPERATURE,
+    )
+    return agent, {"policy": asdict(r.limits.policy), "context_window": window}
+
+
+def _build_baseline(r: AgentRequest) -> Built:
+    # LongHorizon's manager, executor and auditor write with the policy's budget: the paper's
+    # generation length for a real model, the compact profile's for the embedded one.
+    spec = r.spec
+    baseline = resolve_settings(
+        spec.env, spec.agent, spec.method_options, generation_tokens=r.limits.policy.max_tokens
+    )
+    return build_baseline(
+        spec.agent,
+        r.models["policy"],
+        baseline,
+        limits=r.limits.policy,
+        ledger=r.ledger,
+        trace=r.trace,
+        on_step=r.on_step,
+        temperature=TEMPERATURE,
+        embed_model=spec.embed_model,
+    )
+
+
+def _build_pos(r: AgentRequest) -> Built:
+    spec, limits = r.spec, r.limits
     variant = next(v for v in VARIANTS if v == spec.agent)
     config = replace(
-        pos_config or PosConfig(),
+        r.pos_config or PosConfig(),
         variant=variant,
         recovery=spec.recovery,
         limits=limits,
         temperature=TEMPERATURE,
     )
-    diagnosis: Diagnosis = "improved" if spec.health == "improved" else "paper"
-    if spec.health != diagnosis:
+    diagnosis = next((d for d in HEALTH_MODES if d == spec.health), None)
+    if diagnosis is None:
         raise SpecError(f"unknown health {spec.health!r}; choose one of {', '.join(HEALTH_MODES)}")
     config = replace(config, health=replace(config.health, diagnosis=diagnosis))
     if spec.global_audit_every is not None:
         config = replace(config, global_audit_every=spec.global_audit_every)
-    settings.update(
-        limits.to_dict(),
-        global_audit_every=config.global_audit_every,
-        recovery=config.recovery,
-        health=config.health.diagnosis,
-        clips=asdict(config.clips or limits.sentinel.clips),
-        policy_observation_chars=config.policy_observation_chars,
-    )
+    settings = {
+        **limits.to_dict(),
+        "global_audit_every": config.global_audit_every,
+        "recovery": config.recovery,
+        "health": config.health.diagnosis,
+        "clips": asdict(config.clips or limits.sentinel.clips),
+        "policy_observation_chars": config.policy_observation_chars,
+    }
+    models = r.models
     agent = PosAgent(
         RoleModels(models["policy"], models["belief"], models["sentinel"]),
         config,
-        ledger=ledger,
-        trace=trace,
-        on_step=on_step,
+        ledger=r.ledger,
+        trace=r.trace,
+        on_step=r.on_step,
     )
     return agent, settings
+
+
+# One builder per kind of method (`agents.methods.METHODS[name].kind`); the expert needs no model.
+BUILDERS: dict[MethodKind, Callable[[AgentRequest], Built]] = {
+    "raw": _build_raw,
+    "baseline": _build_baseline,
+    "pos": _build_pos,
+}
 
 
 class TracedExpert:

@@ -23,24 +23,22 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pos_agent.agents.base import StepCallback
-from pos_agent.agents.baselines import BASELINES
-from pos_agent.agents.pos import VARIANTS, PosConfig
-from pos_agent.agents.settings import ProfileName
+from pos_agent.agents.methods import METHOD_NAMES
+from pos_agent.agents.pos import PosConfig
 from pos_agent.bench import signals
 from pos_agent.bench.agent_factory import SpecError, build_agent
 from pos_agent.bench.env_models import build_env_models, env_model_labels, resolve_env_models
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.recorder import DISK_FULL, CaseRecorder, Outcome, RecordError
+from pos_agent.bench.spec import CaseSpec, ModelLoader
 from pos_agent.bench.time_limit import CaseTimeout, wall_clock_limit, where_it_stopped
 from pos_agent.envs import EnvError, Environment, InfrastructureError, make_env
 from pos_agent.envs._registry import accepts_option
 from pos_agent.events import DegradedEvent
-from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import (
     Model,
     ModelFailure,
@@ -48,7 +46,6 @@ from pos_agent.llm import (
     load_model,
     wants_context_per_role,
 )
-from pos_agent.llm._types import POS_ROLES
 from pos_agent.trace import CaseResult, Status
 
 __all__ = [
@@ -64,57 +61,7 @@ __all__ = [
 ]
 
 # The paper's method order: Raw, the four baselines, PoS, its ablations; then the expert.
-AGENTS: tuple[str, ...] = ("raw", *BASELINES, *VARIANTS, "expert")
-
-
-@dataclass
-class CaseSpec:
-    """What to run: environment, task, method and models."""
-
-    env: str
-    task: str
-    agent: str = "pos"
-    model: str = "local"
-    role_models: dict[str, str] = field(default_factory=dict)  # overrides per role
-    recovery: RecoveryMode = "soft"
-    global_audit_every: int | None = None  # PoS variants: None keeps PosConfig's (8)
-    health: str = "paper"  # PoS variants' diagnosis: "paper" (Eq. 5-6) or "improved"
-    generation_tokens: int | None = None  # every agent-side call; None: the paper's (App. D.1)
-    profile: ProfileName | None = None  # None: each role's model picks (compact for `local`)
-    bounds: dict[str, int | None] = field(default_factory=dict)  # schema bounds overridden
-    context_window: int | None = None  # raw history cut to fit it; None: never (the paper's)
-    max_steps: int | None = None
-    split: str | None = None
-    seed: int | None = None
-    env_options: dict[str, Any] = field(default_factory=dict)
-    # Model spec per environment role (ClinDiag provider/judge; "*" for every role); roles
-    # left out use the environment's offline option. The same for every method (the paper's
-    # fixed LLM).
-    env_models: dict[str, str] = field(default_factory=dict)
-    # Baselines: the suite's parameters for this method (agents/context/settings.py), and the
-    # PACE relevance scorer (tfidf offline, or an embeddings endpoint spec).
-    method_options: dict[str, Any] = field(default_factory=dict)
-    embed_model: str = "tfidf"
-
-    @property
-    def case_id(self) -> str:
-        seed = "" if self.seed is None else f"__s{self.seed}"
-        return f"{self.env}__{self.task}{seed}".replace("/", "_")
-
-    @property
-    def folder(self) -> str:
-        """The case's folder name inside a run: method and case id."""
-        return f"{self.agent}__{self.case_id}"
-
-    def models(self) -> dict[str, str]:
-        if self.agent == "expert":
-            return {}
-        # Raw and the baselines have one backbone (every baseline call uses it, App. D.1).
-        roles = ("policy",) if self.agent == "raw" or self.agent in BASELINES else POS_ROLES
-        return {role: self.role_models.get(role, self.model) for role in roles}
-
-
-ModelLoader = Callable[[str, str], Model]  # (spec, role) -> model
+AGENTS: tuple[str, ...] = METHOD_NAMES
 
 
 def default_loader(options: ModelOptions | None = None) -> ModelLoader:

@@ -10,7 +10,6 @@ settings would mix two experiments under one name, so the run folder refuses it 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import subprocess
@@ -50,10 +49,10 @@ def result_options(options: ModelOptions) -> dict[str, Any]:
 
 
 def spec_settings(spec: Any) -> dict[str, Any]:
-    """Every field of a case spec (a dataclass), JSON-ready; the `model` and `role_models`
-    fields become `models`, the model each role really uses (none for the expert), so that
-    only a model the case calls is part of its identity."""
-    data = dict(redact_record(dataclasses.asdict(spec)))
+    """Every field of a case spec (`bench.spec.CaseSpec`), JSON-ready; the `model` and
+    `role_models` fields become `models`, the model each role really uses (none for the
+    expert), so that only a model the case calls is part of its identity."""
+    data = dict(redact_record(spec.model_dump()))
     if callable(getattr(spec, "models", None)):
         data.pop("model", None)
         data.pop("role_models", None)

@@ -13,12 +13,12 @@ import contextlib
 import errno
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pos_agent.agents.base import Episode, StepCallback, StepInfo
-from pos_agent.agents.pos import VARIANTS
+from pos_agent.agents.methods import METHODS
 from pos_agent.bench.identity import (
     git_commit,
     pos_version,
@@ -38,7 +38,7 @@ from pos_agent.trace import (
 )
 
 if TYPE_CHECKING:
-    from pos_agent.bench.case import CaseSpec
+    from pos_agent.bench.spec import CaseSpec
 
 # errno values that mean "this disk will not take more", not "the code has a bug"
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
@@ -104,7 +104,7 @@ class CaseRecorder:
             EpisodeStartEvent(
                 step=0,
                 run=self.run_name,
-                spec=asdict(spec),
+                spec=spec.model_dump(),
                 models=spec.models(),
                 settings=self.settings,
             )
@@ -133,7 +133,8 @@ class CaseRecorder:
             if is_scored(status):  # a score whose trace is cut short cannot be checked
                 status, error, success = "infra_error", f"the disk refused a write: {exc}", False
         spec = self.spec
-        variant = spec.agent in VARIANTS
+        method = METHODS.get(spec.agent)
+        variant = bool(method and method.is_pos)
         reason = outcome.failure_reason if status == "failure" else None
         return CaseResult(
             run=self.run_name,
@@ -167,7 +168,7 @@ class CaseRecorder:
             extra={
                 **self.env_extra,
                 **played.extra,
-                "health_checked": variant and spec.agent != "no_trapping",
+                "health_checked": bool(method and method.health_checked),
                 **({"recovery": spec.recovery} if variant else {}),
                 **({"health": spec.health} if variant else {}),
                 **({"env_models": self.env_labels} if self.env_labels else {}),

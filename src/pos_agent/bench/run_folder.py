@@ -9,7 +9,6 @@ cases) is refused before it touches anything, with a message saying what differs
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import tempfile
 import time
@@ -294,8 +293,8 @@ def listed_cases(run_dir: Path) -> list[str] | None:
 
 def _legacy_folder(entry: dict[str, Any]) -> str | None:
     """Config files before version 2 list the case specs themselves."""
-    known = {f.name for f in dataclasses.fields(CaseSpec)}
+    known = set(CaseSpec.model_fields)
     try:
         return CaseSpec(**{k: v for k, v in entry.items() if k in known}).folder
-    except TypeError:
+    except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
         return None

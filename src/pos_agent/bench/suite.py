@@ -43,12 +43,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pos_agent.agents.context.settings import baseline_settings, option_names, with_options
-from pos_agent.agents.settings import ProfileName, SchemaBounds
 from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
 from pos_agent.envs._registry import env_model_roles
 from pos_agent.envs._types import EnvError
-from pos_agent.health.recovery import RecoveryMode
+from pos_agent.recovery.constraint import RecoveryMode
+from pos_agent.roles.limits import ProfileName, SchemaBounds
 
 
 def _no_seed() -> list[int | None]:
@@ -100,7 +100,7 @@ class Suite(BaseModel):
     profile: ProfileName | None = None
     """Model profile for every role; None: per model (compact for `local`, else standard)."""
     bounds: dict[str, int | None] = Field(default_factory=dict)
-    """Schema bounds overridden on top of the profile's (see agents/settings.py SchemaBounds)."""
+    """Schema bounds overridden on top of the profile's (see roles/limits.py SchemaBounds)."""
     context_window: int | None = Field(default=None, ge=512)
     """Tokens the raw baseline's prompt and answer must fit; None: a local model's n_ctx, and
     never cut for a server."""

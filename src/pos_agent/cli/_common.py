@@ -20,8 +20,8 @@ from rich.progress import (
 )
 
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
-from pos_agent.agents.settings import PROFILE_NAMES, parse_bounds
 from pos_agent.llm import ModelFailure
+from pos_agent.roles.limits import PROFILE_NAMES, parse_bounds
 
 # Text from models, servers, tools, environments and files is printed through `shown`, so that
 # a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow).

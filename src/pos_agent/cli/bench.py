@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -188,7 +187,7 @@ def _cases(
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = [
-            replace(s, health=options.health, embed_model=embed)
+            s.model_copy(update={"health": options.health, "embed_model": embed})
             for s in loaded.cases(
                 methods,
                 options.model,

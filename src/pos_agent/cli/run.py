@@ -26,8 +26,8 @@ from pos_agent.cli._common import AGENT_HELP, console, shown
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
-from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
+from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.trace import CaseResult, is_scored, read_result
 
 
@@ -197,7 +197,7 @@ def _spec(
         split=split,
         env_models=env_models,
         generation_tokens=options.generation_tokens,
-        profile=profile,  # type: ignore[arg-type]
+        profile=profile,
         bounds=bounds,
         context_window=options.context_window,
         embed_model=embed,

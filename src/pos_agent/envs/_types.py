@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
+from pos_agent.errors import InfrastructureError as InfrastructureError  # re-exported
 from pos_agent.kinds import TaskKind
 
 
@@ -22,14 +23,6 @@ def choose_split(split: str | None, splits: tuple[str, ...], default: str, bench
     if chosen not in splits:
         raise EnvError(f"Unknown {benchmark} split {chosen!r}; use one of {', '.join(splits)}.")
     return chosen
-
-
-class InfrastructureError(Exception):
-    """The backend itself failed (e.g. its Java process died); the episode must not be scored.
-
-    The adapter has already restarted the backend when this is raised: call `reset()` to run
-    the case again.
-    """
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Belief health: the pure trapping math of DESIGN section 4 (Eq. 4-6) over plain sets."""
 
+from pos_agent.health.assess import assess_window
 from pos_agent.health.distance import WorldKeys, jaccard_distance, world_distance
 from pos_agent.health.progress import diagnostic_progress
 from pos_agent.health.window import (
@@ -9,7 +10,6 @@ from pos_agent.health.window import (
     TaskKind,
     TrapPattern,
     WindowStep,
-    assess_window,
 )
 
 __all__ = [

@@ -387,19 +387,14 @@ def judged_report(
 _DEFAULT_CONFIG = HealthConfig()
 
 
-def assess_window(
+def assess_paper(
     steps: Sequence[WindowStep], config: HealthConfig = _DEFAULT_CONFIG
 ) -> HealthReport:
-    """Health (Eq. 5) of the last `config.window` steps and, when trapped, the diagnosis (Eq. 6).
+    """Health (Eq. 5) of the last `config.window` steps and, when trapped, the diagnosis (Eq. 6),
+    as published (the "paper" diagnosis; `health.assess.assess_window` dispatches on it).
 
     Fewer steps than the window are assessed as they are but are never `ready` nor `trapped`.
-    With `config.diagnosis == "improved"` the window is read by `health.improved` instead.
     """
-    if config.diagnosis == "improved":
-        # Imported here: the improved module builds on this one's types.
-        from pos_agent.health.improved import assess_improved
-
-        return assess_improved(steps, config)
     window = list(islice(steps, max(0, len(steps) - config.window), None))
     size = len(window)
     ready = len(steps) >= config.window

@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
-from pos_agent.health.recovery import RecoveryConstraint, Transition, compose_recovery
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
+from pos_agent.recovery.constraint import RecoveryConstraint, Transition, compose_recovery
 
 BeliefSource = Literal["belief", "facts", "observations"]
 ProgressSource = Literal["label", "callable", "novelty"]

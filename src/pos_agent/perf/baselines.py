@@ -35,14 +35,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from pos_agent.agents.baselines import build_baseline, resolve_settings
+from pos_agent.agents.methods import METHODS as AGENT_METHODS
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
-from pos_agent.agents.settings import role_limits
 from pos_agent.bench.suite import load_suite
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles.limits import role_limits
 
 CHECKPOINTS = (10, 25, 50, 100, 200)
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")
@@ -364,13 +365,14 @@ def run(method: str, recording: Recording, steps: int) -> Series:
     env = ReplayEnv(recording, steps, probe)
     budget = load_suite("rca-nezha").generation_tokens or 4096
     ledger = TokenLedger()
-    if method == "raw":
+    agent_name = AGENT_OF.get(method, method)
+    kind = AGENT_METHODS[agent_name].kind
+    if kind == "raw":
         limits = role_limits("policy", model=model.spec, generation_tokens=budget)
         RawAgent(model, ledger=ledger, limits=limits).run(env)
-    elif method == "pos":
+    elif kind == "pos":
         PosAgent(RoleModels.single(model), PosConfig(), ledger=ledger).run(env)
     else:
-        agent_name = AGENT_OF.get(method, method)
         options = load_suite("rca-nezha").methods[agent_name].baseline_options()
         settings = resolve_settings(env.name, agent_name, options, generation_tokens=budget)
         agent, _ = build_baseline(

@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from pos_agent.agents.methods import METHODS
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import make_env
@@ -87,7 +88,7 @@ def run(agent_name: str, steps: int) -> TokenLedger:
     ledger = TokenLedger()
     model = ScriptedModel(ScriptedRoles())
     with make_env("alfworld-mini", "heat-mug", max_steps=steps) as env:
-        if agent_name == "pos":
+        if METHODS[agent_name].is_pos:
             PosAgent(RoleModels.single(model), PosConfig(), ledger=ledger).run(env)
         else:
             RawAgent(model, ledger=ledger).run(env)  # a scripted model has no window: never cut

@@ -11,20 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pos_agent.agents import prompts
-from pos_agent.agents.base import RoleCaller
-from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import (
+from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
+from pos_agent.events import SentinelEvent
+from pos_agent.llm import Model
+from pos_agent.roles.caller import RoleCaller
+from pos_agent.roles.limits import AuditClips, RoleLimits
+from pos_agent.roles.transition import Transition
+from pos_agent.sentinel import prompts
+from pos_agent.sentinel.rules import check_rules, normalize_quote
+from pos_agent.sentinel.schemas import (
     AuditIssue,
     audit_schema,
     global_audit_schema,
     progress_schema,
 )
-from pos_agent.agents.settings import AuditClips, RoleLimits
-from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
-from pos_agent.events import SentinelEvent
-from pos_agent.llm import Model
-from pos_agent.sentinel.rules import check_rules, normalize_quote
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Transcript:
     """What the sentinel may cite: every observation by step, and the trajectory so far."""
 
     observations: dict[int, str] = field(default_factory=dict)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[Transition] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Sentinel:
         self,
         candidate: PatchOutcome,
         ops: list[object],
-        step: Step,
+        step: Transition,
         gap_before: Gap | None,
         *,
         judge: bool,
@@ -111,7 +111,7 @@ class Sentinel:
         texts = [f"[{f.rule}] {f.reason}" for f in rules] + [issue_text(i) for i in issues]
         return Verdict(texts, int(progress) if judge else 0, failed=report is None)
 
-    def judge_progress(self, belief: Belief, step: Step, gap_before: Gap | None) -> Verdict:
+    def judge_progress(self, belief: Belief, step: Transition, gap_before: Gap | None) -> Verdict:
         """The progress question alone (no_consistency: no audit, progress still judged)."""
         judgment = self.call(
             "sentinel",
@@ -171,7 +171,7 @@ class Sentinel:
             kept.append(issue)
         return kept
 
-    def evidence(self, findings: Sequence[str], step: Step) -> str:
+    def evidence(self, findings: Sequence[str], step: Transition) -> str:
         """The observations the findings cite (and this step's), for the revision."""
         cited = " ".join(findings)
         steps = sorted({step.step, *(s for s in range(step.step) if f"step {s}" in cited)})

@@ -1,29 +1,10 @@
-"""One turn of a trajectory (the action and the observation it produced), as context methods
-keep and render it. Observations are kept whole: a method decides what to cut, not the record."""
+"""One turn of a trajectory, as context methods keep and render it: the harness's one transition
+record (`roles.Transition`) under the name these modules use. Observations are kept whole: a
+method decides what to cut, not the record."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from pos_agent.roles.transition import Transition as Turn
+from pos_agent.roles.transition import render_transitions as render_turns
 
-from pos_agent.agents.context.tokens import count_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """The action sent at step `step - 1` and the observation returned as step `step`."""
-
-    step: int
-    action: str
-    observation: str
-
-    def render(self) -> str:
-        return f"[step {self.step}] > {self.action}\n{self.observation.strip()}"
-
-    @property
-    def tokens(self) -> int:
-        return count_tokens(self.render())
-
-
-def render_turns(turns: Iterable[Turn]) -> str:
-    return "\n\n".join(turn.render() for turn in turns)
+__all__ = ["Turn", "render_turns"]

@@ -4,9 +4,9 @@ Scoring follows DESIGN §6 and the one list of scored statuses in `pos_agent.tra
 failure (budget exhaustion included) are scored; set-up, harness and infrastructure errors and
 interrupted cases are not (they are listed as problems, and `pos bench --resume` reruns them).
 
-To add a method to the paper's ordering, add its agent name to METHOD_ORDER; unknown methods
-still get a column, after the known ones. A new benchmark needs no change: every `env` gets its
-row, and numbers in `result.extra["metrics"]` are averaged per method and benchmark.
+The paper's ordering is the order of `agents.methods.METHODS`; unknown methods still get a
+column, after the known ones. A new benchmark needs no change: every `env` gets its row, and
+numbers in `result.extra["metrics"]` are averaged per method and benchmark.
 """
 
 from __future__ import annotations
@@ -17,25 +17,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pos_agent.agents.methods import METHOD_NAMES, METHODS
 from pos_agent.bench.report.load import MissingCase
 from pos_agent.llm._types import INTERNAL_ROLES, POS_ROLES
 from pos_agent.trace import CaseResult, is_scored
 
-# The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations.
-METHOD_ORDER = (
-    "raw",
-    "acon",
-    "pace",
-    "hiagent",
-    "lh_harness",
-    "pos",
-    "no_consistency",
-    "no_trapping",
-    "generic_recovery",
-    "expert",
-)
+# The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations (METHODS' order).
+METHOD_ORDER: tuple[str, ...] = METHOD_NAMES
 # The methods PoS is compared with in Figure 1 (left): Raw and the four context baselines.
-BASELINE_AGENTS = ("raw", "acon", "pace", "hiagent", "lh_harness")
+BASELINE_AGENTS: tuple[str, ...] = tuple(
+    m.name for m in METHODS.values() if m.kind in ("raw", "baseline")
+)
 # PoS's roles, then the baselines' internal roles (Table 2 splits every method's cost by role).
 ROLE_ORDER = (*POS_ROLES, *INTERNAL_ROLES)
 PATTERNS = ("static", "cycle", "drift", "none")
@@ -43,9 +35,7 @@ DEFAULT_CONTEXT_FIELD = "context_length"
 # These methods never run the health check, so their trapped-step count is zero by construction,
 # not a measurement; the trapping table says "n/a" for them instead of a misleading 0%. Results
 # that record `extra["health_checked"]` say so themselves; this list covers older ones.
-TRAPPING_UNMEASURED = frozenset(
-    {"no_trapping", "raw", "acon", "pace", "hiagent", "lh_harness", "expert"}
-)
+TRAPPING_UNMEASURED = frozenset(m.name for m in METHODS.values() if not m.health_checked)
 
 ContextValue = float | str
 

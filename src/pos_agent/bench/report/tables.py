@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pos_agent.agents.methods import FULL_POS
 from pos_agent.bench.report.stats import (
     BASELINE_AGENTS,
     PATTERNS,
@@ -148,7 +149,7 @@ def pos_vs_baseline_table(data: ReportData) -> Table | None:
     """Figure 1 (left): per benchmark and backbone, PoS against the strongest baseline."""
     rows: list[list[Cell]] = []
     for env in data.envs:
-        for pos in (s for s in data.stats.values() if s.agent == "pos" and s.env_rate(env).n):
+        for pos in (s for s in data.stats.values() if s.agent == FULL_POS and s.env_rate(env).n):
             baselines = [
                 s
                 for s in data.stats.values()

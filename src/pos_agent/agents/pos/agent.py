@@ -12,19 +12,22 @@ One episode (DESIGN §1, Algorithm 1 of the paper):
         keep Δ_t until it is resolved; then the belief model's choice, else the earliest open gap
         from the K-th validated transition: health H; trapped -> diagnose, compose C; else release C
 
-The variants share this loop: `no_consistency` skips the audit and revision (progress is still
-judged, by the same question), `no_trapping` skips health and recovery, `generic_recovery`
-replaces the factorized constraint with one generic line.
+The variants share this loop; what each one uses is a fact of `agents.methods.METHODS`: without
+consistency (`no_consistency`) the audit and revision are skipped (progress is still judged, by
+the same question), without trapping (`no_trapping`) health and recovery, and with
+`generic_recovery` one generic line replaces the factorized constraint.
+
+`run()` is a short loop over `step()`; everything one episode knows is its `EpisodeState`,
+created by `start()` at the beginning of the episode.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pos_agent.agents import prompts
 from pos_agent.agents.base import (
     Decision,
     Episode,
@@ -34,10 +37,10 @@ from pos_agent.agents.base import (
     finish,
     observation_event,
 )
-from pos_agent.agents.config import VARIANTS, PosConfig, RoleModels, Variant
-from pos_agent.agents.prompts import Step
-from pos_agent.agents.schemas import BeliefPatch, decision_schema, patch_schema
-from pos_agent.agents.settings import AgentLimits, RoleLimits, paper_generation_tokens
+from pos_agent.agents.methods import METHODS
+from pos_agent.agents.pos import prompts
+from pos_agent.agents.pos.config import PosConfig, RoleModels
+from pos_agent.agents.pos.schemas import BeliefPatch, patch_schema
 from pos_agent.belief import (
     Belief,
     Gap,
@@ -46,7 +49,7 @@ from pos_agent.belief import (
     focus_keys,
     render_belief,
     retain_active_gap,
-    select_active_gap,
+    with_first_gap,
     world_keys,
 )
 from pos_agent.envs import Environment, Observation
@@ -72,30 +75,20 @@ from pos_agent.health import (
     assess_window,
     diagnostic_progress,
 )
-from pos_agent.health.recovery import (
+from pos_agent.llm import Message, TokenLedger
+from pos_agent.recovery.constraint import (
     RecoveryConstraint,
-    Transition,
     allowed_actions,
     compose_recovery,
     generic_recovery,
     should_release,
 )
-from pos_agent.kinds import TaskKind
-from pos_agent.llm import Message, TokenLedger
+from pos_agent.roles.limits import AgentLimits, RoleLimits, paper_generation_tokens
+from pos_agent.roles.schemas import decision_schema
+from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
-
-__all__ = [
-    "VARIANTS",
-    "PosAgent",
-    "PosConfig",
-    "RoleModels",
-    "Turn",
-    "Update",
-    "Validated",
-    "Variant",
-]
 
 
 @dataclass(frozen=True)
@@ -120,7 +113,7 @@ class Update:
 
 
 @dataclass
-class Turn:
+class StepStart:
     """What one step of the loop knows before it acts."""
 
     t: int
@@ -130,6 +123,50 @@ class Turn:
     """Record keys of B_t (the state before the action, for static recovery)."""
     gap: Gap | None
     """Δ_t, the gap active before the step: progress is judged against it."""
+
+
+@dataclass
+class EpisodeState:
+    """Everything one episode knows, created by `PosAgent.start` when the episode begins."""
+
+    goal: str
+    max_steps: int
+    health: HealthConfig
+    """The health settings, with the environment's task kind."""
+    limits: AgentLimits
+    """Budgets and schema bounds per role (the config's, else each role's model's profile and
+    the paper's budget for this environment)."""
+    transcript: Transcript
+    """What the sentinel may cite: every observation and the trajectory so far."""
+    sentinel: Sentinel
+    observation: Observation
+    """The latest observation."""
+    belief: Belief
+    """B_t, the validated belief."""
+    window: deque[Validated]
+    """The last K validated transitions (the health window)."""
+    transitions: deque[Transition]
+    """The same transitions as the recovery logic reads them."""
+    constraint: RecoveryConstraint | None = None
+    """The recovery constraint while trapped."""
+    episode: Episode = field(default_factory=Episode)
+    t: int = 0
+    """Steps taken."""
+    done: bool = False
+    """The environment ended the episode."""
+
+    @property
+    def diagnostic(self) -> bool:
+        return self.health.task == "diagnosis"
+
+    @property
+    def preferred_gap(self) -> Literal["epistemic", "achievement"]:
+        return "epistemic" if self.diagnostic else "achievement"
+
+    @property
+    def over(self) -> bool:
+        """The environment ended the episode, or the step budget is spent."""
+        return self.done or self.t >= self.max_steps
 
 
 class PosAgent:
@@ -146,119 +183,133 @@ class PosAgent:
     ) -> None:
         self.models = models
         self.config = config or PosConfig()
+        self.method = METHODS[self.config.variant]
         self.name: str = self.config.variant
         self.ledger = ledger or TokenLedger()
         self.call = RoleCaller(self.ledger, trace)
         self.on_step = on_step
-        self.diagnostic = False
-        self.transcript = Transcript()
-        self.limits = self.config.limits or AgentLimits.for_models(
-            models.specs(), generation_tokens=paper_generation_tokens("execution")
-        )
 
     # -- the episode ----------------------------------------------------------------------------
 
     def run(self, env: Environment) -> Episode:
-        cfg = self.config
-        health_cfg = replace(cfg.health, task=_task_of(env))
-        self.diagnostic = health_cfg.task == "diagnosis"
-        if cfg.limits is None:
-            self.limits = AgentLimits.for_models(
-                self.models.specs(), generation_tokens=paper_generation_tokens(env.kind, env.name)
-            )
-        self.transcript = Transcript()
-        self.sentinel = Sentinel(
-            self.call, self.models.sentinel, self.limits.sentinel, self.transcript, cfg.clips
-        )
-        episode = Episode()
-        observation = env.reset()
-        self._observe(0, observation)
-        belief = self.initialize(env.goal, observation)
-        window: deque[Validated] = deque(maxlen=health_cfg.window)
-        transitions: deque[Transition] = deque(maxlen=health_cfg.window)
-        constraint: RecoveryConstraint | None = None
+        state = self.start(env)
         try:
-            for t in range(env.max_steps):
-                turn = Turn(t, belief, self._keys(belief, window), belief.active_gap)
-                decision = self.decide(env.goal, turn, observation, constraint)
-                observation = env.step(decision.action)
-                episode.steps = t + 1
-                step = self._observe(t + 1, observation, decision.action)
-
-                update = self.update(turn, step, observation, health_cfg)
-                degraded = decision.degraded or update.degraded
-                episode.degraded_steps += degraded
-                belief = update.belief
-                if observation.done:
-                    self._report(
-                        StepInfo(t + 1, decision.action, observation.success, degraded=degraded)
-                    )
-                    break
-                belief = self.keep_active_gap(turn.gap, belief, constraint)
-                transitions.append(
-                    Transition(
-                        t + 1, decision.action, observation.text, update.progress, turn.world
-                    )
-                )
-                window.append(Validated(belief, world_keys(belief), update.progress))
-
-                report = None
-                if cfg.variant != "no_trapping" and len(window) >= health_cfg.window:
-                    report = self.assess(window, belief, health_cfg)
-                    constraint = self.recover(
-                        report, transitions, window[-1], constraint, health_cfg, episode
-                    )
-                if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
-                    belief = self.global_audit(belief, t + 1, constraint)
-                self._report(
-                    StepInfo(
-                        t + 1,
-                        decision.action,
-                        observation.success,
-                        health=report.health if report else None,
-                        trapped=bool(report and report.trapped),
-                        pattern=report.pattern if report else None,
-                        recovery=constraint is not None,
-                        degraded=degraded,
-                    )
-                )
+            while not state.over:
+                info = self.step(env, state)
+                if self.on_step is not None:
+                    info.tokens = self.call.tokens()
+                    self.on_step(info)
         finally:
-            finish(episode, observation)
-            episode.final_belief = belief.to_dict()
-        return episode
+            finish(state.episode, state.observation)
+            state.episode.final_belief = state.belief.to_dict()
+        return state.episode
+
+    def episode_state(self, env: Environment, observation: Observation) -> EpisodeState:
+        """A fresh state for an episode of `env` whose first observation is `observation`
+        (the belief not yet initialized)."""
+        cfg = self.config
+        health = replace(cfg.health, task=env.kind)
+        limits = cfg.limits or AgentLimits.for_models(
+            self.models.specs(), generation_tokens=paper_generation_tokens(env.kind, env.name)
+        )
+        transcript = Transcript()
+        sentinel = Sentinel(self.call, self.models.sentinel, limits.sentinel, transcript, cfg.clips)
+        return EpisodeState(
+            goal=env.goal,
+            max_steps=env.max_steps,
+            health=health,
+            limits=limits,
+            transcript=transcript,
+            sentinel=sentinel,
+            observation=observation,
+            belief=Belief(goal=env.goal, step=0),
+            window=deque(maxlen=health.window),
+            transitions=deque(maxlen=health.window),
+        )
+
+    def start(self, env: Environment) -> EpisodeState:
+        """Reset the environment and initialize the belief: B0 <- initialize(goal, o0)."""
+        state = self.episode_state(env, env.reset())
+        self._observe(state, 0, state.observation)
+        state.belief = self.initialize(state)
+        return state
+
+    def step(self, env: Environment, state: EpisodeState) -> StepInfo:
+        """One transition of the loop: act, update and validate the belief, keep the active gap,
+        then health and recovery (and every N steps the global audit)."""
+        cfg, t = self.config, state.t
+        turn = StepStart(t, state.belief, self._keys(state), state.belief.active_gap)
+        decision = self.decide(state, turn)
+        observation = env.step(decision.action)
+        state.observation = observation
+        state.t = state.episode.steps = t + 1
+        transition = self._observe(state, t + 1, observation, decision.action)
+
+        update = self.update(state, turn, transition)
+        degraded = decision.degraded or update.degraded
+        state.episode.degraded_steps += degraded
+        state.belief = update.belief
+        if observation.done:
+            state.done = True
+            return StepInfo(t + 1, decision.action, observation.success, degraded=degraded)
+        state.belief = self.keep_active_gap(
+            turn.gap, state.belief, state.constraint, prefer=state.preferred_gap
+        )
+        state.transitions.append(
+            replace(transition, progress=update.progress, state_before=turn.world)
+        )
+        state.window.append(Validated(state.belief, world_keys(state.belief), update.progress))
+
+        report = None
+        if self.method.uses_trapping and len(state.window) >= state.health.window:
+            report = self.assess(state.window, state.belief, state.health)
+            state.constraint = self.recover(state, report)
+        if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
+            state.belief = self.global_audit(state, t + 1)
+        return StepInfo(
+            t + 1,
+            decision.action,
+            observation.success,
+            health=report.health if report else None,
+            trapped=bool(report and report.trapped),
+            pattern=report.pattern if report else None,
+            recovery=state.constraint is not None,
+            degraded=degraded,
+        )
 
     # -- belief initialization and update ------------------------------------------------------
 
     def _belief_patch(
-        self, messages: Sequence[Message], *, step: int, purpose: str, initial: bool = False
+        self,
+        state: EpisodeState,
+        messages: Sequence[Message],
+        *,
+        step: int,
+        purpose: str,
+        initial: bool = False,
     ) -> BeliefPatch | None:
         """One belief-model call answering with a patch (None: the call degraded)."""
         return self.call(
             "belief",
             self.models.belief,
             messages,
-            patch_schema(self.limits.belief.bounds, initial=initial),
+            patch_schema(state.limits.belief.bounds, initial=initial),
             step=step,
-            max_tokens=self.limits.belief.max_tokens,
+            max_tokens=state.limits.belief.max_tokens,
             purpose=purpose,
         )
 
-    def initialize(self, goal: str, observation: Observation) -> Belief:
+    def initialize(self, state: EpisodeState) -> Belief:
         patch = self._belief_patch(
-            prompts.belief_init(goal, observation.text, diagnostic=self.diagnostic),
+            state,
+            prompts.belief_init(state.goal, state.observation.text, diagnostic=state.diagnostic),
             step=0,
             purpose="init",
             initial=True,
         )
         ops = _ops(patch)
-        outcome = apply_patch_detailed(Belief(goal=goal, step=0), ops)
-        belief = outcome.belief
-        if not belief.open_gaps:
-            # The loop needs a gap to work on; the goal itself is the first achievement gap.
-            belief = apply_patch_detailed(
-                belief, [{"op": "add_gap", "kind": "achievement", "text": goal, "activate": True}]
-            ).belief
-        belief = replace(belief, active_gap_id=select_active_gap(belief, self._preferred_gap))
+        outcome = apply_patch_detailed(Belief(goal=state.goal, step=0), ops)
+        belief = with_first_gap(outcome.belief, state.preferred_gap)
         self.call.emit(
             BeliefInitEvent(
                 step=0,
@@ -270,14 +321,13 @@ class PosAgent:
         )
         return belief
 
-    def update(
-        self, turn: Turn, step: Step, observation: Observation, health_cfg: HealthConfig
-    ) -> Update:
+    def update(self, state: EpisodeState, turn: StepStart, step: Transition) -> Update:
         """B_t+1 and u_t+1 for one transition."""
         base = turn.belief.at_step(step.step)
         patch = self._belief_patch(
+            state,
             prompts.belief_update(
-                self._render(turn.belief, self.limits.belief), step, diagnostic=self.diagnostic
+                _render(turn.belief, state.limits.belief), step, diagnostic=state.diagnostic
             ),
             step=step.step,
             purpose="update",
@@ -290,11 +340,11 @@ class PosAgent:
         candidate = apply_patch_detailed(base, ops)
         self._trace_patch(BeliefPatchEvent, step.step, ops, candidate)
 
-        judge = health_cfg.task == "execution"
-        if self.config.variant == "no_consistency":
+        judge = state.health.task == "execution"
+        if not self.method.uses_consistency:
             self.call.emit(BeliefCommitEvent(step=step.step, audited=False))
             verdict = (
-                self.sentinel.judge_progress(candidate.belief, step, turn.gap) if judge else None
+                state.sentinel.judge_progress(candidate.belief, step, turn.gap) if judge else None
             )
             update = Update(
                 candidate.belief,
@@ -303,16 +353,16 @@ class PosAgent:
                 degraded=bool(verdict and verdict.failed),
             )
         else:
-            update = self.validate(base, ops, candidate, step, turn.gap, judge)
+            update = self.validate(state, base, ops, candidate, step, turn.gap, judge)
         d = None
         progress = update.progress
-        if health_cfg.task == "diagnosis":
+        if state.health.task == "diagnosis":
             d, progress = diagnostic_progress(
-                _confidences(base), _confidences(update.belief), health_cfg.eps_diag
+                _confidences(base), _confidences(update.belief), state.health.eps_diag
             )
         if not update.accepted:
             progress = 0  # the belief did not move
-        if observation.success:
+        if state.observation.success:
             progress = 1
         self.call.emit(
             ProgressEvent(
@@ -327,26 +377,29 @@ class PosAgent:
 
     def validate(
         self,
+        state: EpisodeState,
         base: Belief,
         ops: list[Any],
         candidate: PatchOutcome,
-        step: Step,
+        step: Transition,
         gap: Gap | None,
         judge: bool,
     ) -> Update:
         """Rules, then the LLM audit; one revision; else keep the previous belief."""
-        verdict = self.sentinel.check(candidate, ops, step, gap, judge=judge)
+        sentinel = state.sentinel
+        verdict = sentinel.check(candidate, ops, step, gap, judge=judge)
         if not verdict.findings:
             self.call.emit(BeliefCommitEvent(step=step.step))
             return Update(candidate.belief, True, verdict.progress, verdict.failed)
         revision = self._belief_patch(
+            state,
             prompts.belief_revision(
-                self._render(base, self.limits.belief),
+                _render(base, state.limits.belief),
                 step,
                 ops,
                 verdict.findings,
-                self.sentinel.evidence(verdict.findings, step),
-                diagnostic=self.diagnostic,
+                sentinel.evidence(verdict.findings, step),
+                diagnostic=state.diagnostic,
             ),
             step=step.step,
             purpose="revision",
@@ -359,7 +412,7 @@ class PosAgent:
         revised_ops = _ops(revision)
         revised = apply_patch_detailed(base, revised_ops)
         self._trace_patch(RevisionEvent, step.step, revised_ops, revised)
-        recheck = self.sentinel.check(revised, revised_ops, step, gap, judge=judge)
+        recheck = sentinel.check(revised, revised_ops, step, gap, judge=judge)
         failed = verdict.failed or recheck.failed
         if recheck.findings:
             self.call.emit(BeliefRejectEvent(step=step.step, findings=recheck.findings))
@@ -367,22 +420,20 @@ class PosAgent:
         self.call.emit(BeliefCommitEvent(step=step.step, revised=True))
         return Update(revised.belief, True, recheck.progress, failed)
 
-    def global_audit(
-        self, belief: Belief, step: int, constraint: RecoveryConstraint | None
-    ) -> Belief:
+    def global_audit(self, state: EpisodeState, step: int) -> Belief:
         """Every N steps: the whole belief against a compact trajectory; fix what is supported."""
-        if self.config.variant == "no_consistency":
+        belief = state.belief
+        if not self.method.uses_consistency:
             return belief
-        issues = self.sentinel.global_audit(
-            belief, self._render(belief, self.limits.sentinel), step
-        )
+        issues = state.sentinel.global_audit(belief, _render(belief, state.limits.sentinel), step)
         if not issues:
             return belief
         fix = self._belief_patch(
+            state,
             prompts.global_revision(
-                self._render(belief, self.limits.belief),
+                _render(belief, state.limits.belief),
                 [issue_text(i) for i in issues],
-                diagnostic=self.diagnostic,
+                diagnostic=state.diagnostic,
             ),
             step=step,
             purpose="global_revision",
@@ -390,36 +441,34 @@ class PosAgent:
         ops = _ops(fix)
         outcome = apply_patch_detailed(belief, ops)
         self._trace_patch(RevisionEvent, step, ops, outcome, scope="global")
-        observations = self.transcript.observations
+        observations = state.transcript.observations
         if check_rules(outcome.belief, observations, patch=ops, changed=outcome.changed):
             self.call.emit(BeliefRejectEvent(step=step, scope="global"))
             return belief
         self.call.emit(BeliefCommitEvent(step=step, scope="global"))
-        return self.keep_active_gap(belief.active_gap, outcome.belief, constraint)
+        return self.keep_active_gap(
+            belief.active_gap, outcome.belief, state.constraint, prefer=state.preferred_gap
+        )
 
     # -- decision ------------------------------------------------------------------------------
 
-    def decide(
-        self,
-        goal: str,
-        turn: Turn,
-        observation: Observation,
-        constraint: RecoveryConstraint | None,
-    ) -> Decision:
+    def decide(self, state: EpisodeState, turn: StepStart) -> Decision:
         """The next action, settled (validated, repaired or fallen back) and traced."""
+        observation, constraint, steps = state.observation, state.constraint, state.transcript.steps
         admissible = observation.admissible_actions
         mode = self.config.recovery
         if admissible is not None and constraint is not None and mode in ("hard", "both"):
             admissible = allowed_actions(admissible, constraint)
         shown = constraint.render() if constraint and mode in ("soft", "both") else None
-        last_action = self.transcript.steps[-1].action if self.transcript.steps else ""
+        last_action = steps[-1].action if steps else ""
+        limits = state.limits.policy
         answer = self.call(
             "policy",
             self.models.policy,
             prompts.policy(
-                goal,
-                self._render(turn.belief, self.limits.policy),
-                Step(turn.t, last_action, observation.text),
+                state.goal,
+                _render(turn.belief, limits),
+                Transition(turn.t, last_action, observation.text),
                 admissible,
                 shown,
                 observation.tools,
@@ -427,31 +476,31 @@ class PosAgent:
                 observation_chars=self.config.policy_observation_chars,
             ),
             decision_schema(
-                admissible,
-                observation.tools,
-                self.limits.policy.bounds,
-                max_calls=observation.max_calls,
+                admissible, observation.tools, limits.bounds, max_calls=observation.max_calls
             ),
             step=turn.t,
-            max_tokens=self.limits.policy.max_tokens,
+            max_tokens=limits.max_tokens,
             temperature=self.config.temperature,
             purpose="act",
         )
-        recent = [s.action for s in self.transcript.steps[-2:]]
+        recent = [s.action for s in steps[-2:]]
         return self.call.settle_action(answer, observation, admissible, recent, turn.t)
 
     # -- active gap, health, recovery ----------------------------------------------------------
 
     def keep_active_gap(
-        self, before: Gap | None, belief: Belief, constraint: RecoveryConstraint | None
+        self,
+        before: Gap | None,
+        belief: Belief,
+        constraint: RecoveryConstraint | None,
+        *,
+        prefer: Literal["epistemic", "achievement"],
     ) -> Belief:
         """The active gap is retained until resolved (`retain_active_gap`); under a recovery
         constraint the constraint's gap is held the same way."""
         pinned = constraint.active_gap_id if constraint else None
         held = pinned or (before.id if before else None)
-        choice = retain_active_gap(
-            belief, held, prefer=self._preferred_gap, pinned=pinned is not None
-        )
+        choice = retain_active_gap(belief, held, prefer=prefer, pinned=pinned is not None)
         if choice.changed:
             self.call.emit(
                 ActiveGapEvent(
@@ -490,29 +539,22 @@ class PosAgent:
         )
         return report
 
-    def recover(
-        self,
-        report: HealthReport,
-        transitions: Sequence[Transition],
-        latest: Validated,
-        constraint: RecoveryConstraint | None,
-        cfg: HealthConfig,
-        episode: Episode,
-    ) -> RecoveryConstraint | None:
+    def recover(self, state: EpisodeState, report: HealthReport) -> RecoveryConstraint | None:
         """Compose (or refresh) the constraint while trapped; release it once H > theta_H."""
+        latest, constraint, episode = state.window[-1], state.constraint, state.episode
         belief = latest.belief
         if report.trapped:
             episode.trapped_steps += 1
             episode.patterns[report.pattern or "none"] += 1
-            if self.config.variant == "generic_recovery":
+            if self.method.generic_recovery:
                 new = generic_recovery(report, belief)
             else:
                 new = compose_recovery(
                     report,
-                    transitions,
+                    state.transitions,
                     belief,
                     current_state=latest.world,
-                    eps_w=cfg.eps_w,
+                    eps_w=state.health.eps_w,
                     max_recent=self.config.max_recent,
                 )
             if constraint is None:
@@ -521,34 +563,30 @@ class PosAgent:
                 RecoveryEvent(step=belief.step, refreshed=constraint is not None, **new.to_dict())
             )
             return new
-        if constraint is not None and should_release(report, cfg):
+        if constraint is not None and should_release(report, state.health):
             self.call.emit(RecoveryReleaseEvent(step=belief.step, health=report.health))
             return None
         return constraint
 
     # -- helpers -------------------------------------------------------------------------------
 
-    @property
-    def _preferred_gap(self) -> Literal["epistemic", "achievement"]:
-        return "epistemic" if self.diagnostic else "achievement"
-
-    def _observe(self, t: int, observation: Observation, action: str | None = None) -> Step:
+    def _observe(
+        self, state: EpisodeState, t: int, observation: Observation, action: str | None = None
+    ) -> Transition:
         """Record observation t (and the step that led to it) and trace it."""
-        self.transcript.observations[t] = observation.text
+        state.transcript.observations[t] = observation.text
         self.call.emit(observation_event(t, observation))
-        step = Step(t, action or "", observation.text)
+        step = Transition(t, action or "", observation.text)
         if action is not None:
-            self.transcript.steps.append(step)
+            state.transcript.steps.append(step)
         return step
 
-    def _keys(self, belief: Belief, window: Sequence[Validated]) -> WorldKeys:
+    def _keys(self, state: EpisodeState) -> WorldKeys:
         # The keys of the last window entry are this belief's, unless a global audit changed it
         # since; computing them is the costly part on large beliefs.
-        latest = window[-1] if window else None
+        latest = state.window[-1] if state.window else None
+        belief = state.belief
         return latest.world if latest and latest.belief is belief else world_keys(belief)
-
-    def _render(self, belief: Belief, limits: RoleLimits) -> str:
-        return render_belief(belief, max_entities=limits.render_entities)
 
     def _trace_patch(
         self,
@@ -570,10 +608,9 @@ class PosAgent:
             )
         )
 
-    def _report(self, info: StepInfo) -> None:
-        if self.on_step is not None:
-            info.tokens = self.call.tokens()
-            self.on_step(info)
+
+def _render(belief: Belief, limits: RoleLimits) -> str:
+    return render_belief(belief, max_entities=limits.render_entities)
 
 
 def _ops(patch: BeliefPatch | None) -> list[Any]:
@@ -588,7 +625,3 @@ def _confidences(belief: Belief) -> dict[str, float]:
     out = {s.id: s.confidence for s in belief.states.values() if s.source == "inferred"}
     out.update({r.id: r.confidence for r in belief.relations.values() if r.source == "inferred"})
     return out
-
-
-def _task_of(env: Environment) -> TaskKind:
-    return "diagnosis" if getattr(env, "kind", "execution") == "diagnosis" else "execution"

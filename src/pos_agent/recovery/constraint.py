@@ -15,6 +15,7 @@ from pos_agent.belief.keys import project
 from pos_agent.belief.model import Belief, id_order
 from pos_agent.health.distance import WorldKeys, world_distance
 from pos_agent.health.window import GapKind, HealthConfig, HealthReport, TrapPattern
+from pos_agent.roles.transition import Transition
 
 RecoveryMode = Literal["soft", "hard", "both"]
 MAX_RECENT = 4  # paper Table 8: up to 4 recent no-progress transitions in recovery
@@ -22,26 +23,6 @@ MAX_ENTITIES = 8
 GENERIC_LINE = "You seem stuck. Step back and try a different approach."
 EPS_W = HealthConfig().eps_w  # paper Table 8: worlds within this d_W are the same state
 RECENT_OBSERVATION_CHARS = 160  # each recent no-progress transition as shown in the constraint
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One step of the episode as the recovery logic sees it."""
-
-    step: int
-    action: str
-    observation: str
-    progress: int
-    state_before: WorldKeys | None = None
-    """The record keys of the full world before the action, if known."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "action": self.action,
-            "observation": self.observation,
-            "progress": self.progress,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pos_agent.agents.settings import AgentLimits, AuditClips
 from pos_agent.health import HealthConfig
-from pos_agent.health.recovery import RecoveryMode
 from pos_agent.llm import Model
+from pos_agent.recovery.constraint import RecoveryMode
+from pos_agent.roles.limits import AgentLimits, AuditClips
 
 Variant = Literal["pos", "no_consistency", "no_trapping", "generic_recovery"]
 VARIANTS: tuple[Variant, ...] = ("pos", "no_consistency", "no_trapping", "generic_recovery")

@@ -1,11 +1,11 @@
-"""The answer schemas of the roles: what the policy, the belief model and the sentinel write.
+"""The policy's answer schemas, shared by every method, and the helpers that bound a schema.
 
-The base classes below are the standard schemas: no length bounds, since a real model's own
-generation budget bounds it. `patch_schema`, `audit_schema`, ... build the schema a role uses for
-its `SchemaBounds` (see `agents/settings.py`): the same fields with maxLength/maxItems added,
-cached per bounds. Bounded schemas subclass the standard ones, so code reads every answer
-through the standard types. Whatever passes a schema still goes through `apply_patch`, which is
-where the real validation lives.
+The base classes are the standard schemas: no length bounds, since a real model's own generation
+budget bounds it. `action_schema`, `tool_schema` and `decision_schema` build the schema a role
+uses for its `SchemaBounds` (`roles/limits.py`): the same fields with maxLength/maxItems added,
+cached per bounds. Bounded schemas subclass the standard ones, so code reads every answer through
+the standard types. The belief model's patch schema is in `agents/pos/schemas.py`, the
+sentinel's in `sentinel/schemas.py`; both are built with the helpers below.
 
 In tool environments the decision is a union over the offered tools, each with its own argument
 schema (names, types, enums, required fields) taken from `Observation.tools`, so a grammar or a
@@ -23,117 +23,11 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from pos_agent.agents.settings import SchemaBounds
-from pos_agent.kinds import GapKind
+from pos_agent.roles.limits import SchemaBounds
 
-Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
-Source = Literal["observed", "inferred"]
 ENUM_ACTION_LIMIT = 200  # longer admissible lists are not compiled into the decoding grammar
 
 # -- the standard (unbounded) schemas -------------------------------------------------------------
-
-
-# Core fields are required; provenance fields are optional so that a model may stop early.
-class UpsertEntity(BaseModel):
-    op: Literal["upsert_entity"]
-    name: str
-    type: str | None = None
-
-
-class UpsertState(BaseModel):
-    op: Literal["upsert_state"]
-    entity: str
-    attribute: str
-    value: str
-    confidence: Confidence | None = None
-    source: Source | None = None
-    evidence: list[int] | None = None
-    quote: str | None = None
-
-
-class RemoveState(BaseModel):
-    """By id, or by entity and attribute."""
-
-    op: Literal["remove_state"]
-    id: str | None = None
-    entity: str | None = None
-    attribute: str | None = None
-
-
-class UpsertRelation(BaseModel):
-    op: Literal["upsert_relation"]
-    src: str
-    type: str
-    dst: str
-    confidence: Confidence | None = None
-    source: Source | None = None
-    evidence: list[int] | None = None
-
-
-class RemoveRelation(BaseModel):
-    """By id, or by its ends and type."""
-
-    op: Literal["remove_relation"]
-    id: str | None = None
-    src: str | None = None
-    type: str | None = None
-    dst: str | None = None
-
-
-class AddGap(BaseModel):
-    op: Literal["add_gap"]
-    kind: GapKind
-    text: str
-    refs: list[str] | None = None
-    activate: bool | None = None
-
-
-class GapChoice(BaseModel):
-    op: Literal["resolve_gap", "set_active_gap"]
-    id: str
-
-
-PatchOp = (
-    UpsertEntity | UpsertState | RemoveState | UpsertRelation | RemoveRelation | AddGap | GapChoice
-)
-
-
-class BeliefPatch(BaseModel):
-    """The belief model's answer: a patch to the current belief."""
-
-    ops: list[PatchOp] = Field(default_factory=list)
-
-
-class AuditIssue(BaseModel):
-    """One problem the sentinel found in the changed part of the belief."""
-
-    records: list[str]
-    kind: Literal["internal", "external"]
-    problem: str
-    evidence_step: int | None = None
-    quote: str | None = None
-    fix: str | None = None
-
-
-class AuditReport(BaseModel):
-    """The sentinel's local audit of one transition; `progress` only for execution tasks."""
-
-    issues: list[AuditIssue]
-    progress: Literal[0, 1] = 0
-    reason: str | None = None
-
-
-class ProgressJudgment(BaseModel):
-    """Execution progress alone (the no_consistency ablation, which has no audit)."""
-
-    progress: Literal[0, 1]
-    reason: str | None = None
-
-
-class GlobalAudit(BaseModel):
-    """The periodic audit of the whole belief against a compact trajectory."""
-
-    issues: list[AuditIssue]
 
 
 class PolicyAnswer(BaseModel):
@@ -153,109 +47,24 @@ class ToolDecision(BaseModel):
 # -- bounded variants --------------------------------------------------------------------------------
 
 
-def _literal(values: tuple[Any, ...]) -> Any:
+def literal_of(values: tuple[Any, ...]) -> Any:
     """Literal[values] for values known at run time (an enum in the JSON schema)."""
     return Literal.__getitem__(values)
 
 
-def _string(limit: int | None) -> Any:
+def bounded_str(limit: int | None) -> Any:
     return Annotated[str, Field(max_length=limit)] if limit else str
 
 
-def _list(item: Any, limit: int | None, *, at_least: int = 0) -> Any:
+def bounded_list(item: Any, limit: int | None, *, at_least: int = 0) -> Any:
     if limit is None and not at_least:
         return list[item]
     return Annotated[list[item], Field(min_length=at_least or None, max_length=limit)]
 
 
-def _variant(base: type[BaseModel], **fields: Any) -> Any:
+def variant_of(base: type[BaseModel], **fields: Any) -> Any:
     """`base` with some fields re-typed (same name, so schemas and traces read the same)."""
     return create_model(base.__name__, __base__=base, __module__=__name__, **fields)
-
-
-@lru_cache(maxsize=32)
-def patch_schema(bounds: SchemaBounds, *, initial: bool = False) -> type[BeliefPatch]:
-    """The belief model's patch schema; `initial` bounds it by `init_ops`, else `patch_ops`."""
-    limit = bounds.init_ops if initial else bounds.patch_ops
-    name, text = _string(bounds.name_chars), _string(bounds.text_chars)
-    evidence = _list(int, bounds.evidence_steps)
-    ops: Any = Union[  # noqa: UP007  (built at run time)
-        _variant(UpsertEntity, name=(name, ...), type=(name | None, None)),
-        _variant(
-            UpsertState,
-            entity=(name, ...),
-            attribute=(name, ...),
-            value=(name, ...),
-            evidence=(evidence | None, None),
-            quote=(text | None, None),
-        ),
-        _variant(
-            RemoveState,
-            id=(name | None, None),
-            entity=(name | None, None),
-            attribute=(name | None, None),
-        ),
-        _variant(
-            UpsertRelation,
-            src=(name, ...),
-            type=(name, ...),
-            dst=(name, ...),
-            evidence=(evidence | None, None),
-        ),
-        _variant(
-            RemoveRelation,
-            id=(name | None, None),
-            src=(name | None, None),
-            type=(name | None, None),
-            dst=(name | None, None),
-        ),
-        _variant(AddGap, text=(text, ...), refs=(_list(name, bounds.gap_refs) | None, None)),
-        _variant(GapChoice, id=(name, ...)),
-    ]
-    schema: type[BeliefPatch] = _variant(
-        BeliefPatch, ops=(_list(ops, limit), Field(default_factory=list))
-    )
-    return schema
-
-
-def _issue(bounds: SchemaBounds) -> Any:
-    text = _string(bounds.text_chars)
-    return _variant(
-        AuditIssue,
-        records=(_list(_string(bounds.name_chars), bounds.issue_records), ...),
-        problem=(text, ...),
-        quote=(text | None, None),
-        fix=(text | None, None),
-    )
-
-
-@lru_cache(maxsize=16)
-def audit_schema(bounds: SchemaBounds) -> type[AuditReport]:
-    """The local audit's schema."""
-    schema: type[AuditReport] = _variant(
-        AuditReport,
-        issues=(_list(_issue(bounds), bounds.audit_issues), ...),
-        reason=(_string(bounds.text_chars) | None, None),
-    )
-    return schema
-
-
-@lru_cache(maxsize=16)
-def global_audit_schema(bounds: SchemaBounds) -> type[GlobalAudit]:
-    """The global audit's schema."""
-    schema: type[GlobalAudit] = _variant(
-        GlobalAudit, issues=(_list(_issue(bounds), bounds.global_audit_issues), ...)
-    )
-    return schema
-
-
-@lru_cache(maxsize=16)
-def progress_schema(bounds: SchemaBounds) -> type[ProgressJudgment]:
-    """The progress judgment's schema (no_consistency)."""
-    schema: type[ProgressJudgment] = _variant(
-        ProgressJudgment, reason=(_string(bounds.text_chars) | None, None)
-    )
-    return schema
 
 
 # -- the policy's decision -------------------------------------------------------------------------
@@ -265,9 +74,9 @@ def progress_schema(bounds: SchemaBounds) -> type[ProgressJudgment]:
 def action_schema(actions: tuple[str, ...] | None, bounds: SchemaBounds) -> type[PolicyAnswer]:
     """Free text, or with admissible actions an enum of exactly those strings, so constrained
     decoding cannot produce anything else."""
-    action: Any = _literal(actions) if actions else _string(bounds.action_chars)
-    schema: type[PolicyAnswer] = _variant(
-        PolicyAnswer, thought=(_string(bounds.thought_chars), ...), action=(action, ...)
+    action: Any = literal_of(actions) if actions else bounded_str(bounds.action_chars)
+    schema: type[PolicyAnswer] = variant_of(
+        PolicyAnswer, thought=(bounded_str(bounds.thought_chars), ...), action=(action, ...)
     )
     return schema
 
@@ -281,10 +90,10 @@ def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds) -> Any:
     """A Python type for one JSON-schema property of a tool (the subset tools use)."""
     allowed = spec.get("enum")
     if isinstance(allowed, list) and allowed:
-        return _literal(tuple(allowed))
+        return literal_of(tuple(allowed))
     kind = spec.get("type")
     if kind == "string":
-        return _string(bounds.tool_arg_chars)
+        return bounded_str(bounds.tool_arg_chars)
     if kind == "integer":
         return Annotated[int, Field(ge=spec.get("minimum"), le=spec.get("maximum"))]
     if kind == "number":
@@ -294,7 +103,7 @@ def _argument_type(spec: Mapping[str, Any], bounds: SchemaBounds) -> Any:
     if kind == "array":
         items = spec.get("items")
         item = _argument_type(items, bounds) if isinstance(items, Mapping) else str
-        return _list(item, spec.get("maxItems"), at_least=int(spec.get("minItems") or 0))
+        return bounded_list(item, spec.get("maxItems"), at_least=int(spec.get("minItems") or 0))
     return Any
 
 
@@ -338,7 +147,7 @@ def _call_model(tool: Mapping[str, Any], bounds: SchemaBounds) -> type[BaseModel
     model: type[BaseModel] = create_model(
         f"{_camel(name)}Call",
         __config__=ConfigDict(extra="forbid"),
-        tool=(_literal((name,)), ...),
+        tool=(literal_of((name,)), ...),
         args=(_arguments_model(tool, bounds), ...),
     )
     return model
@@ -349,12 +158,12 @@ def _tool_schema(tools_json: str, max_calls: int, bounds: SchemaBounds) -> type[
     tools = json.loads(tools_json)
     members = tuple(_call_model(t, bounds) for t in tools)
     call: Any = members[0] if len(members) == 1 else Union[members]  # noqa: UP007
-    thought = (_string(bounds.thought_chars), ...)
+    thought = (bounded_str(bounds.thought_chars), ...)
     if max_calls > 1:
-        calls = _list(call, max_calls, at_least=1)
-        schema: type[ToolDecision] = _variant(ToolDecision, thought=thought, calls=(calls, ...))
+        calls = bounded_list(call, max_calls, at_least=1)
+        schema: type[ToolDecision] = variant_of(ToolDecision, thought=thought, calls=(calls, ...))
     else:
-        schema = _variant(ToolDecision, thought=thought, call=(call, ...))
+        schema = variant_of(ToolDecision, thought=thought, call=(call, ...))
     return schema
 
 
@@ -395,7 +204,7 @@ def with_subgoal(schema: type[BaseModel], bounds: SchemaBounds) -> type[BaseMode
         "thought": (thought.annotation, thought),
         # A short phrase, bounded like a name: under the compact profile a long bound lets the
         # 135M model pad it ("1. 2. 3. ...") past its 128-token budget.
-        "subgoal": (_string(bounds.name_chars), Field(description=SUBGOAL_HELP)),
+        "subgoal": (bounded_str(bounds.name_chars), Field(description=SUBGOAL_HELP)),
         **rest,
     }
     # Tool decisions stay ToolDecisions (action_text reads them as calls); a plain answer's

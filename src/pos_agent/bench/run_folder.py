@@ -161,13 +161,7 @@ class RunFolder:
         """Take the folder's lock and check the plan under it; writes nothing but the lock."""
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
-        except LockHeld as held:
-            who = f"process {held.holder}" if held.holder else "another process"
-            raise RunFolderError(
-                f"{self.run_dir} is in use by {who} (another pos bench on this run); "
-                "wait for it to finish, or choose another --run"
-            ) from None
+            self._acquire()
         except OSError as exc:
             raise RunFolderError(
                 f"cannot write in {self.run_dir}: {exc.strerror or exc}; "
@@ -184,14 +178,7 @@ class RunFolder:
         the run does not list, or lists with other settings (saying what differs)."""
         plan = RunPlan.of([spec], options)
         config = read_config(self.run_dir) or {}
-        try:
-            self._lock.acquire()
-        except LockHeld as held:
-            who = f"process {held.holder}" if held.holder else "another process"
-            raise RunFolderError(
-                f"{self.run_dir} is in use by {who} (a pos bench on this run); wait for it to "
-                "finish, or choose another --run"
-            ) from None
+        self._acquire()
         listed = {
             c["folder"]: c
             for c in config.get("cases", [])
@@ -220,6 +207,16 @@ class RunFolder:
         if problem is not None:
             self.close()
             raise RunFolderError(problem)
+
+    def _acquire(self) -> None:
+        try:
+            self._lock.acquire()
+        except LockHeld as held:
+            who = f"process {held.holder}" if held.holder else "another process"
+            raise RunFolderError(
+                f"{self.run_dir} is in use by {who} (another pos command on this run); "
+                "wait for it to finish, or choose another --run"
+            ) from None
 
     def record(self, plan: RunPlan, describe: dict[str, Any] | None = None) -> None:
         """Write a new run's config.json (under the lock); RecordError when the disk refuses."""

@@ -16,11 +16,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker
+from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, build_game
 from pos_agent.trapbench.evaluate import evaluate, load_corpus, markdown_table
+from pos_agent.trapbench.games import (
+    GameGenerationError,
+    GameSpec,
+    bounded_quest_search,
+    make_game,
+)
+from pos_agent.trapbench.pool import Limits, WorkerPool
 from pos_agent.trapbench.records import Trajectory, load_trajectories
 from pos_agent.trapbench.segments import room_graph
-from pos_agent.trapbench.session import clean_feedback
+from pos_agent.trapbench.session import MAX_PLAN_ACTIONS, clean_feedback
 
 DRIFT_VERBS = {"open", "close", "take", "drop", "put", "insert"}
 
@@ -222,3 +229,28 @@ def test_a_corpus_file_with_a_bad_line_is_refused_with_its_line_number(tmp_path:
     path.write_text('{"not": "a trajectory"}\n')
     with pytest.raises(ValueError, match=":1:"):
         load_trajectories(path)
+
+
+def test_a_game_whose_plan_tracking_explodes_is_skipped_within_its_bound(tmp_path: Path) -> None:
+    # Slot quest-011 of `--games 16 --seed 7777` (issue 26): in an injected run TextWorld's
+    # winning-policy tracking pops an action and its reverse in turn for ever; unbounded, the
+    # worker grew to 10 GB.
+    spec = GameSpec("quest-011", "custom", 62732)
+    with WorkerPool(1, Limits(time_s=600)) as pool:
+        pool.submit(spec.id, build_game, spec, tmp_path)
+        [result] = list(pool.results())
+    assert result.ok, result.error
+    entry = result.value.entry
+    assert entry.status == "skipped"
+    assert entry.reason.startswith(
+        f"search bound: TextWorld's winning plan went past {MAX_PLAN_ACTIONS}"
+    )
+    assert result.peak_mb < Limits().memory_mb
+    assert not (tmp_path / "games" / "quest-011.z8").exists()
+
+
+def test_a_quest_search_past_its_bound_skips_the_seed(tmp_path: Path) -> None:
+    spec = GameSpec("quest-001", "custom", 9118)  # its quest search expands 13 nodes
+    with bounded_quest_search(limit=5), pytest.raises(GameGenerationError, match="search bound"):
+        make_game(spec, tmp_path)
+    assert list(tmp_path.glob("*.z8")) == []

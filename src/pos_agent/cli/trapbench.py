@@ -13,6 +13,7 @@ from rich.console import Console
 
 from pos_agent.cli._common import progress_bar
 from pos_agent.cli.app import app
+from pos_agent.trapbench.pool import KILL_FACTOR, MEMORY_LIMIT_MB, TIME_LIMIT_S
 
 console = Console(highlight=False, soft_wrap=True)
 trapbench_app = typer.Typer(
@@ -23,6 +24,9 @@ trapbench_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(trapbench_app, name="trapbench")
+
+SLOW_S = 60.0
+"""A game still running after this many seconds is named in the output (normal: seconds)."""
 
 
 @trapbench_app.command()
@@ -36,14 +40,30 @@ def make(
         int | None,
         typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
     ] = None,
+    time_limit: Annotated[
+        float,
+        typer.Option(
+            help="Seconds one game may take before its worker is stopped and it fails.", min=1
+        ),
+    ] = TIME_LIMIT_S,
+    memory_limit: Annotated[
+        int,
+        typer.Option(
+            help="MB a worker may use for one game: past it the game is skipped (a worker past "
+            f"{KILL_FACTOR:g} times it is stopped and the game fails).",
+            min=64,
+        ),
+    ] = MEMORY_LIMIT_MB,
 ) -> None:
     """Generate games with TextWorld (offline) and play their labelled trajectories.
 
     Each game slot gets the game's walkthrough and three runs along the winning plan with
     injected segments: static (a repeated no-op), cycle (2-3 rooms or one container toggled),
     drift (changing goal-irrelevant things) and productive exploration (the hard negative).
-    Seeds whose game cannot be won as generated are replaced, and the manifest says why.
-    Every trajectory is won in the real game, or discarded.
+    Seeds whose game cannot be won as generated, or whose searches go past their bounds
+    (steps, or --memory-limit), are replaced, and the manifest says why. Every trajectory is won
+    in the real game, or discarded. A game whose worker dies or passes --time-limit fails: the
+    build goes on, and the next run builds it again.
 
     The folder gets games/ (the .z8 and .json of each game), trajectories/ (one JSONL per
     game), manifest.json and, once every game is done, corpus.jsonl. Rerunning the same
@@ -52,10 +72,17 @@ def make(
     Example: pos trapbench make --games 40 --seed 1 --out traps
     """
     from pos_agent.trapbench.corpus import CorpusMaker, SlotResult, remove_scratch
+    from pos_agent.trapbench.pool import Limits, Running
 
     count = workers or min(2, os.cpu_count() or 1)
     try:
-        maker = CorpusMaker(out, games, seed, workers=count)
+        maker = CorpusMaker(
+            out,
+            games,
+            seed,
+            workers=count,
+            limits=Limits(time_s=time_limit, memory_mb=memory_limit),
+        )
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -75,6 +102,8 @@ def make(
     with progress_bar(console) as bar:
         task = bar.add_task("games", total=len(todo))
 
+        warned: dict[str, float] = {}
+
         def show(result: SlotResult) -> None:
             used = [e for e in result.entries if e.status == "used"]
             skipped = [e for e in result.entries if e.status == "skipped"]
@@ -84,12 +113,30 @@ def make(
                     f"[green]ok[/] {used[0].id:<12} {used[0].family:<10} "
                     f"{used[0].trajectories} trajectories, {used[0].steps} steps{note}"
                 )
+            elif result.failed:
+                bar.console.print(
+                    f"[red]failed[/] {result.entries[-1].id}: {result.entries[-1].reason}"
+                )
             else:
                 bar.console.print(f"[yellow]gave up[/] {result.slot}: {skipped[-1].reason}")
             bar.advance(task)
 
+        def progress(running: list[Running]) -> None:
+            parts = []
+            for game in sorted(running, key=lambda r: r.worker):
+                parts.append(f"{game.key} {game.seconds:.0f}s {game.rss_mb:.0f}MB")
+                # A slow game is named once it passes SLOW_S, and again each time it doubles.
+                if game.seconds >= warned.get(game.key, SLOW_S):
+                    warned[game.key] = 2 * max(game.seconds, SLOW_S)
+                    bar.console.print(
+                        f"[yellow]slow[/] {game.key}: {game.seconds:.0f}s so far, "
+                        f"{game.rss_mb:.0f} MB (stopped at {time_limit:.0f}s)"
+                    )
+            bar.update(task, description="games: " + ", ".join(parts) if parts else "games")
+
         try:
-            corpus = maker.run(on_slot=show)
+            corpus = maker.run(on_slot=show, on_progress=progress)
+            bar.update(task, description="games")
         except KeyboardInterrupt:
             console.print(
                 f"\n[yellow]Interrupted.[/] Finished games are kept in {out}; "
@@ -99,12 +146,26 @@ def make(
     manifest = maker.manifest
     used = sum(g.status == "used" for g in manifest.games)
     skipped = [g for g in manifest.games if g.status == "skipped"]
-    console.print(
-        f"corpus: {corpus}  ({used} games used, {len(skipped)} seeds skipped; "
-        f"{time.monotonic() - started:.0f}s)"
-    )
     for entry in skipped:
         console.print(f"[dim]skipped {entry.id} (seed {entry.seed}): {entry.reason}[/]")
+    peaks = ", ".join(
+        f"#{number} {peak.mb:.0f} MB ({peak.key})"
+        for number, peak in sorted(maker.peaks.items())
+        if peak.key
+    )
+    if peaks:
+        console.print(f"peak memory per worker: {peaks}")
+    elapsed = f"{time.monotonic() - started:.0f}s"
+    if corpus is None:
+        for result in maker.failed:
+            console.print(f"[red]failed[/] {result.entries[-1].id}: {result.entries[-1].reason}")
+        console.print(
+            f"[red]{len(maker.failed)} game(s) failed[/] ({used} games used, {len(skipped)} "
+            f"seeds skipped; {elapsed}); the finished games are kept in {out}: run the same "
+            "command again to build the failed ones."
+        )
+        raise typer.Exit(1)
+    console.print(f"corpus: {corpus}  ({used} games used, {len(skipped)} seeds skipped; {elapsed})")
     console.print(f"next: pos trapbench eval {out}")
 
 

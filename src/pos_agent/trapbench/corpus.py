@@ -1,17 +1,19 @@
 """`make`: generate the games and play their trajectories into a corpus folder, resumably.
 
-Each game is handled whole by one worker process: generate (or reuse) the game files, play the
-walkthrough and the injected runs, and return the trajectories. The parent writes
-`trajectories/<game>.jsonl` and the manifest atomically after each game, so an interrupted
-`make` loses at most the games in flight and a rerun skips every finished game. `corpus.jsonl`
-is written last, from the per-game files, and only when every game slot is settled.
+Each game (one seed of a slot) is one task, `build_game`, run in a worker process of a
+`pool.WorkerPool`: generate (or reuse) the game files, play the walkthrough and the injected
+runs within the search bounds, and return the trajectories. A skipped seed makes the parent queue
+the slot's next replacement seed. The parent writes `trajectories/<slot>.jsonl` and the manifest
+atomically as each slot settles, so an interrupted `make` loses at most the games in flight and
+a rerun skips every finished slot. A game whose worker dies or goes over the time or memory
+limit fails: its slot has no trajectory file, the manifest says why, and the build goes on.
+`corpus.jsonl` is written last, from the per-slot files, and only when every slot is settled
+and none failed.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import shutil
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,14 @@ from pos_agent.trapbench.games import (
     game_specs,
     make_game,
     replacement_spec,
+)
+from pos_agent.trapbench.pool import (
+    Limits,
+    MemoryBoundExceeded,
+    Running,
+    TaskResult,
+    WorkerPeak,
+    WorkerPool,
 )
 from pos_agent.trapbench.records import (
     GameEntry,
@@ -40,13 +50,28 @@ MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True, slots=True)
+class GameOutcome:
+    """What building one game (one seed) gave: its manifest entry, and its trajectories when it
+    is used."""
+
+    entry: GameEntry
+    trajectories: list[Trajectory]
+
+
+@dataclass(frozen=True, slots=True)
 class SlotResult:
-    """What one worker returns for one game slot."""
+    """How one game slot settled: the game used, given up after every replacement, or failed
+    (its worker died or went over a limit; the slot is built again on the next run)."""
 
     slot: str
     trajectories: list[Trajectory]
     entries: list[GameEntry]
-    """Every seed tried for the slot: the used one last, skipped ones with their reasons."""
+    """Every seed tried for the slot: the used, given-up or failed one last, skipped ones with
+    their reasons."""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.entries) and self.entries[-1].status == "failed"
 
 
 def corpus_paths(out: Path) -> tuple[Path, Path, Path]:
@@ -54,71 +79,86 @@ def corpus_paths(out: Path) -> tuple[Path, Path, Path]:
     return out / "games", out / "trajectories", out / CORPUS_FILE
 
 
-def build_slot(spec: GameSpec, out: Path) -> SlotResult:
-    """Generate and play one game slot, replacing seeds that give unusable games."""
+def build_game(spec: GameSpec, out: Path) -> GameOutcome:
+    """The task of one game: generate (or reuse) it in `out/games` and play its trajectories,
+    every search within its bound. A game that cannot give a corpus within them is skipped,
+    with the reason in its entry, and its files are deleted.
+
+    It runs in a worker process (see `pool.py`); a worker memory guard may raise
+    `MemoryBoundExceeded` anywhere inside, which skips the game like any other bound."""
     from pos_agent.trapbench.build import UnusableGame, play_game
-    from pos_agent.trapbench.session import GameError, GameSession
+    from pos_agent.trapbench.session import (
+        GameError,
+        GameSession,
+        SearchLimit,
+        bounded_plan_tracking,
+    )
 
     games, _, _ = corpus_paths(out)
-    entries: list[GameEntry] = []
-    current = spec
-    for attempt in range(MAX_REPLACEMENTS + 1):
-        if attempt:
-            current = replacement_spec(spec, attempt)
-        entry = GameEntry(
-            id=current.id,
-            family=current.family,
-            seed=current.seed,
-            command=current.command,
-            status="skipped",
-        )
-        entries.append(entry)
+    entry = GameEntry(
+        id=spec.id, family=spec.family, seed=spec.seed, command=spec.command, status="skipped"
+    )
+    try:
+        z8 = make_game(spec, games)
+        session = GameSession(z8)
         try:
-            z8 = make_game(current, games)
-            session = GameSession(z8)
-            try:
+            with bounded_plan_tracking():
                 trajectories = play_game(
                     session,
-                    game_id=current.id,
+                    game_id=spec.id,
                     game=f"games/{z8.name}",
-                    family=current.family,
-                    seed=current.seed,
+                    family=spec.family,
+                    seed=spec.seed,
                 )
-            finally:
-                session.close()
-        except (GameGenerationError, UnusableGame, GameError) as exc:
-            entry.reason = str(exc)
-        except Exception as exc:
-            # A failure in TextWorld or Jericho on one seed must not stop the whole corpus; the
-            # manifest keeps what happened and the slot moves on to the next seed.
-            entry.reason = f"unexpected {type(exc).__name__}: {exc}"
-        else:
-            entry.status = "used"
-            entry.trajectories = len(trajectories)
-            entry.steps = sum(len(t.steps) for t in trajectories)
-            return SlotResult(spec.id, trajectories, entries)
-        for path in game_files(games, current):
-            path.unlink(missing_ok=True)
-    return SlotResult(spec.id, [], entries)
+        finally:
+            session.close()
+    except (GameGenerationError, UnusableGame, GameError, SearchLimit, MemoryBoundExceeded) as exc:
+        entry.reason = str(exc)
+    except Exception as exc:
+        # A failure in TextWorld or Jericho on one seed must not stop the whole corpus; the
+        # manifest keeps what happened and the slot moves on to the next seed.
+        entry.reason = f"unexpected {type(exc).__name__}: {exc}"
+    else:
+        entry.status = "used"
+        entry.trajectories = len(trajectories)
+        entry.steps = sum(len(t.steps) for t in trajectories)
+        return GameOutcome(entry, trajectories)
+    for path in game_files(games, spec):
+        path.unlink(missing_ok=True)
+    return GameOutcome(entry, [])
 
 
-def _build_slot_star(arguments: tuple[GameSpec, Path]) -> SlotResult:
-    return build_slot(*arguments)
-
-
-def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+GameTask = Callable[[GameSpec, Path], GameOutcome]
+"""What a worker runs for one game: a module-level function (it is pickled by name)."""
 
 
 class CorpusMaker:
-    """Builds a corpus folder for `games` game slots drawn from `seed`."""
+    """Builds a corpus folder for `games` game slots drawn from `seed`.
 
-    def __init__(self, out: Path, games: int, seed: int, workers: int = 2) -> None:
+    Every game is built by `task` in a worker process (`pool.py`), even with one worker, so that
+    a game that dies or goes over `limits` ends as failed and the build goes on."""
+
+    def __init__(
+        self,
+        out: Path,
+        games: int,
+        seed: int,
+        workers: int = 2,
+        *,
+        limits: Limits | None = None,
+        task: GameTask = build_game,
+    ) -> None:
         self.out = out
         self.specs = game_specs(games, seed)
         self.workers = max(1, workers)
+        self.limits = limits or Limits()
+        self.task = task
         self.games_dir, self.trajectories_dir, self.corpus_file = corpus_paths(out)
         self.manifest = self._load_manifest(games, seed)
+        self.failed: list[SlotResult] = []
+        """Slots whose last run failed (no trajectory file: the next run builds them again)."""
+        self.peaks: dict[int, WorkerPeak] = {}
+        """Peak resident memory per worker position over the last run, and the game at it."""
 
     def _load_manifest(self, games: int, seed: int) -> Manifest:
         path = self.out / MANIFEST_FILE
@@ -132,11 +172,24 @@ class CorpusMaker:
             return manifest
         import textworld
 
+        from pos_agent.trapbench.games import MAX_QUEST_NODES
+        from pos_agent.trapbench.segments import MAX_MOVES
+        from pos_agent.trapbench.session import MAX_PLAN_ACTIONS
+
         return Manifest(
             seed=seed,
             games_requested=games,
             textworld=textworld.__version__,
-            settings={"families": ["tw-cooking", "custom"], "max_replacements": MAX_REPLACEMENTS},
+            settings={
+                "families": ["tw-cooking", "custom"],
+                "max_replacements": MAX_REPLACEMENTS,
+                "search_bounds": {
+                    "quest_nodes": MAX_QUEST_NODES,
+                    "plan_actions": MAX_PLAN_ACTIONS,
+                    "moves": MAX_MOVES,
+                    "memory_mb": self.limits.memory_mb,
+                },
+            },
         )
 
     def pending(self) -> list[GameSpec]:
@@ -146,39 +199,73 @@ class CorpusMaker:
     def _slot_file(self, slot: str) -> Path:
         return self.trajectories_dir / f"{slot}.jsonl"
 
-    def run(self, on_slot: Callable[[SlotResult], None] | None = None) -> Path:
-        """Build every pending slot, then write the corpus file; returns its path."""
+    def run(
+        self,
+        on_slot: Callable[[SlotResult], None] | None = None,
+        on_progress: Callable[[list[Running]], None] | None = None,
+    ) -> Path | None:
+        """Build every pending slot, then write the corpus file and return its path; None when
+        some slot failed (see `failed`): the finished ones are kept for the next run."""
         todo = self.pending()
         if todo:
             self.corpus_file.unlink(missing_ok=True)  # it is stale as soon as a slot is redone
-        if self.workers == 1 or len(todo) <= 1:
+        self.failed = []
+        tried: dict[str, list[GameEntry]] = {spec.id: [] for spec in todo}
+        attempts: dict[str, tuple[GameSpec, GameSpec, int]] = {}
+        """task key -> (the slot's spec, the spec tried, its replacement number)."""
+        with WorkerPool(self.workers, self.limits) as pool:
             for spec in todo:
-                self._record(build_slot(spec, self.out), on_slot)
-        else:
-            self._run_parallel(todo, on_slot)
+                attempts[spec.id] = (spec, spec, 0)
+                pool.submit(spec.id, self.task, spec, self.out)
+            try:
+                for done in pool.results(on_tick=on_progress):
+                    slot, current, number = attempts.pop(done.key)
+                    entries = tried[slot.id]
+                    settled = self._settle(done, current, entries)
+                    if settled is not None:
+                        self._record(SlotResult(slot.id, settled, entries), on_slot)
+                    elif number < MAX_REPLACEMENTS:
+                        following = replacement_spec(slot, number + 1)
+                        attempts[following.id] = (slot, following, number + 1)
+                        # Replacements first: a slot in progress is finished before new ones.
+                        pool.submit(following.id, self.task, following, self.out, first=True)
+                    else:
+                        self._record(SlotResult(slot.id, [], entries), on_slot)
+            finally:
+                self.peaks = dict(pool.peaks)
+        if self.failed:
+            return None
         return self._write_corpus()
 
-    def _run_parallel(
-        self, todo: list[GameSpec], on_slot: Callable[[SlotResult], None] | None
-    ) -> None:
-        context = multiprocessing.get_context("spawn")
-        # Workers ignore Ctrl-C: the parent owns the corpus and, on Ctrl-C, stops them itself;
-        # the games they were building are lost, the finished ones are already on disk.
-        pool = context.Pool(self.workers, initializer=_ignore_interrupts)
-        try:
-            for result in pool.imap_unordered(_build_slot_star, [(s, self.out) for s in todo]):
-                self._record(result, on_slot)
-        except BaseException:
-            pool.terminate()
-            pool.join()
-            raise
-        pool.close()
-        pool.join()
+    def _settle(
+        self, done: TaskResult, spec: GameSpec, entries: list[GameEntry]
+    ) -> list[Trajectory] | None:
+        """Add the game's entry to `entries`; its trajectories when the slot is settled (used,
+        or failed: an empty list), None when the seed was skipped."""
+        if not done.ok:
+            reason = (done.error or "").strip().splitlines()[0] if done.error else "failed"
+            entries.append(
+                GameEntry(
+                    id=spec.id,
+                    family=spec.family,
+                    seed=spec.seed,
+                    command=spec.command,
+                    status="failed",
+                    reason=f"{reason} (after {done.seconds:.0f} s)",
+                )
+            )
+            return []
+        outcome: GameOutcome = done.value
+        entries.append(outcome.entry)
+        return outcome.trajectories if outcome.entry.status == "used" else None
 
     def _record(self, result: SlotResult, on_slot: Callable[[SlotResult], None] | None) -> None:
-        write_text_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))
-        tried = {e.id for e in result.entries}
-        self.manifest.games = [g for g in self.manifest.games if g.id not in tried]
+        if result.failed:
+            self.failed.append(result)
+        else:
+            write_text_atomic(self._slot_file(result.slot), dump_trajectories(result.trajectories))
+        # The slot's entries of an earlier run (a failed one, say) give way to this run's.
+        self.manifest.games = [g for g in self.manifest.games if slot_of(g.id) != result.slot]
         self.manifest.games += result.entries
         self.manifest.games.sort(key=lambda g: g.id)
         write_text_atomic(self.out / MANIFEST_FILE, self.manifest.model_dump_json(indent=2) + "\n")
@@ -191,6 +278,11 @@ class CorpusMaker:
             trajectories += load_trajectories(self._slot_file(spec.id))
         write_text_atomic(self.corpus_file, dump_trajectories(trajectories))
         return self.corpus_file
+
+
+def slot_of(game_id: str) -> str:
+    """The slot a game id belongs to (`quest-011~2` -> `quest-011`)."""
+    return game_id.split("~")[0]
 
 
 def remove_scratch(out: Path) -> None:

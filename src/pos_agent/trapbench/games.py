@@ -17,6 +17,8 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ COOKING_SETTINGS: dict[str, Any] = {
 CUSTOM_WORLD_SIZE = 8
 CUSTOM_OBJECTS = 12
 CUSTOM_QUEST_LENGTH = 10
+MAX_QUEST_NODES = 10_000
+"""Bound on the chain nodes TextWorld's quest search expands for one game (tens normally)."""
 
 
 class GameGenerationError(RuntimeError):
@@ -102,7 +106,6 @@ def make_game(spec: GameSpec, folder: Path) -> Path:
     if z8.is_file() and metadata.is_file():
         return z8
     import textworld
-    import textworld.challenges
     from textworld.generator import QuestGenerationError, compile_game
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -114,22 +117,8 @@ def make_game(spec: GameSpec, folder: Path) -> Path:
         options.file_ext = ".z8"
         options.force_recompile = True
         try:
-            if spec.family == "tw-cooking":
-                _, make_cooking, _ = textworld.challenges.CHALLENGES["tw-cooking"]
-                settings = {**COOKING_SETTINGS, "recipe_seed": spec.seed}
-                game = make_cooking(settings=settings, options=options)
-            else:
-                options.nb_rooms = CUSTOM_WORLD_SIZE
-                options.nb_objects = CUSTOM_OBJECTS
-                # tw-make's own defaults (its --quest-*-breadth and --quest-min-depth), which
-                # differ from GameOptions' defaults; then what --quest-length sets.
-                options.chaining.min_breadth = 1
-                options.chaining.max_breadth = 5
-                options.chaining.min_depth = 1
-                options.chaining.min_length = CUSTOM_QUEST_LENGTH
-                options.chaining.max_length = CUSTOM_QUEST_LENGTH
-                options.chaining.max_depth = CUSTOM_QUEST_LENGTH
-                game = textworld.generator.make_game(options)
+            with bounded_quest_search():
+                game = _generate(spec, options)
             built = Path(compile_game(game, options))
         except (QuestGenerationError, ValueError, AssertionError) as exc:
             raise GameGenerationError(f"{spec.command}: {type(exc).__name__}: {exc}") from exc
@@ -139,3 +128,51 @@ def make_game(spec: GameSpec, folder: Path) -> Path:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return z8
+
+
+def _generate(spec: GameSpec, options: Any) -> Any:
+    """The `textworld.Game` of `spec`, with the options `tw-make` sets."""
+    import textworld
+    import textworld.challenges
+
+    if spec.family == "tw-cooking":
+        _, make_cooking, _ = textworld.challenges.CHALLENGES["tw-cooking"]
+        settings = {**COOKING_SETTINGS, "recipe_seed": spec.seed}
+        return make_cooking(settings=settings, options=options)
+    options.nb_rooms = CUSTOM_WORLD_SIZE
+    options.nb_objects = CUSTOM_OBJECTS
+    # tw-make's own defaults (its --quest-*-breadth and --quest-min-depth), which
+    # differ from GameOptions' defaults; then what --quest-length sets.
+    options.chaining.min_breadth = 1
+    options.chaining.max_breadth = 5
+    options.chaining.min_depth = 1
+    options.chaining.min_length = CUSTOM_QUEST_LENGTH
+    options.chaining.max_length = CUSTOM_QUEST_LENGTH
+    options.chaining.max_depth = CUSTOM_QUEST_LENGTH
+    return textworld.generator.make_game(options)
+
+
+@contextmanager
+def bounded_quest_search(limit: int = MAX_QUEST_NODES) -> Iterator[None]:
+    """While inside, TextWorld's quest search raises `GameGenerationError` once it has expanded
+    `limit` chain nodes: its depth-first search is exhaustive when no quest of the asked length
+    exists, which can take exponential time. A search within the bound is unchanged."""
+    from textworld.generator import chaining
+
+    original = chaining._Chainer.chain
+    expanded = 0
+
+    def chain(chainer: Any, node: Any) -> Any:
+        nonlocal expanded
+        expanded += 1
+        if expanded > limit:
+            raise GameGenerationError(
+                f"search bound: TextWorld's quest search expanded more than {limit} nodes"
+            )
+        return original(chainer, node)
+
+    chaining._Chainer.chain = chain
+    try:
+        yield
+    finally:
+        chaining._Chainer.chain = original

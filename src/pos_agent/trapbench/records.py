@@ -5,7 +5,8 @@ A corpus folder holds:
 - `games/<game id>.z8` and `.json`: the TextWorld games, as `tw-make` writes them;
 - `trajectories/<game id>.jsonl`: that game's trajectories, written whole once the game is done;
 - `corpus.jsonl`: every trajectory, written last (its presence means the corpus is complete);
-- `manifest.json`: the seed, the settings and each game's status (used, or skipped and why).
+- `manifest.json`: the seed, the settings and each game's status (used, or skipped or failed
+  and why).
 
 Each step stores the oracle world as a diff against the previous step (`added`/`removed`), so
 the corpus stays small while anyone can rebuild the full fact set of any step.
@@ -114,7 +115,9 @@ class GameEntry(BaseModel):
     seed: int
     command: str
     """The equivalent `tw-make` command line."""
-    status: Literal["used", "skipped"]
+    status: Literal["used", "skipped", "failed"]
+    """used; skipped (unusable, or past a search bound: `reason` says which); failed (its
+    worker died or went over the time or memory limit: the next run builds the slot again)."""
     reason: str = ""
     trajectories: int = 0
     steps: int = 0

@@ -25,7 +25,7 @@ from itertools import repeat
 from typing import Any
 
 from pos_agent.trapbench.records import SegmentKind
-from pos_agent.trapbench.session import ALWAYS_KNOWN, PLAYER, current_room
+from pos_agent.trapbench.session import ALWAYS_KNOWN, PLAYER, SearchLimit, current_room
 
 # Segment lengths (the comparable study: 6-12 steps; drift 8-12).
 LENGTHS: dict[SegmentKind, tuple[int, int]] = {
@@ -37,6 +37,8 @@ LENGTHS: dict[SegmentKind, tuple[int, int]] = {
 NO_OP_KINDS = ("look", "inventory")
 DRIFT_KINDS = frozenset({"open/c", "close/c", "take", "take/c", "take/s", "drop", "put", "insert"})
 DIRECTIONS = {"north": "south", "south": "north", "east": "west", "west": "east"}
+MAX_MOVES = 5000
+"""Bound on the actions one state offers a segment (games here offer tens to a few hundred)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +88,13 @@ class Simulation:
         rules = [
             r for name, r in self.game.kb.rules.items() if name.startswith(SEGMENT_RULE_PREFIXES)
         ]
-        actions = list(
-            self.state.all_applicable_actions(rules, self.game.kb.types.constants_mapping)
-        )
+        actions = []
+        for action in self.state.all_applicable_actions(
+            rules, self.game.kb.types.constants_mapping
+        ):
+            actions.append(action)
+            if len(actions) > MAX_MOVES:
+                raise SearchLimit(f"search bound: more than {MAX_MOVES} actions in one state")
         commands = self.inform7.gen_commands_from_actions(actions)
         return dict(zip(commands, actions, strict=True))
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,45 @@ def clean_feedback(text: str) -> str:
 
 class GameError(RuntimeError):
     """The game cannot be played as needed (it failed to load, or lost its tracking)."""
+
+
+class SearchLimit(RuntimeError):
+    """A search of corpus building went past its bound: the game is skipped."""
+
+
+MAX_PLAN_ACTIONS = 250
+"""Bound on the actions of one winning plan TextWorld rebuilds (the `MAX_STEPS` of a whole
+trajectory: a longer plan could not be played out anyway). Real plans have tens of actions."""
+
+
+@contextmanager
+def bounded_plan_tracking(limit: int = MAX_PLAN_ACTIONS) -> Iterator[None]:
+    """While inside, TextWorld's rebuilding of a winning plan raises `SearchLimit` past `limit`
+    actions.
+
+    TextWorld tracks the winning policy as a dependency tree of actions; after an action that
+    undid part of a quest it flattens the tree again, and every action it pops may push its
+    reverse back. An action and its reverse can then be popped in turn for ever, the plan
+    growing without end inside the game's step (issue 26: a custom quest grew to 10 GB). Only
+    the generator is wrapped: a plan within the bound is the same action for action."""
+    from textworld.generator.game import ActionDependencyTree
+
+    original = ActionDependencyTree.flatten
+
+    def flatten(tree: Any) -> Iterator[Any]:
+        for count, action in enumerate(original(tree), 1):
+            if count > limit:
+                raise SearchLimit(
+                    f"search bound: TextWorld's winning plan went past {limit} actions "
+                    "(its policy tracking cycles)"
+                )
+            yield action
+
+    ActionDependencyTree.flatten = flatten
+    try:
+        yield
+    finally:
+        ActionDependencyTree.flatten = original
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,31 +137,19 @@ class CaseRecorder:
         variant = bool(method and method.is_pos)
         reason = outcome.failure_reason if status == "failure" else None
         return CaseResult(
-            run=self.run_name,
-            case=spec.case_id,
-            env=spec.env,
-            task=spec.task,
+            **case_fields(spec, self.run_name),
             category=self.category,
-            agent=spec.agent,
-            models=spec.models(),
             status=status,
             success=success,
             failure_reason=reason,
-            score=played.score,
-            steps=played.steps,
+            **episode_fields(played),
             max_steps=self.max_steps,
             tokens={
                 role: RoleTokens.model_validate(t)
                 for role, t in self.ledger.by_role().items()
                 if t["calls"]
             },
-            trapped_steps=played.trapped_steps,
-            patterns=dict(played.patterns),
-            recoveries=played.recoveries,
-            degraded_steps=played.degraded_steps,
-            context_cuts=played.context_cuts,
             settings=self.settings,
-            final_belief=played.final_belief,
             error=error,
             started_at=self.started,
             duration_s=round(time.time() - self.started, 3),
@@ -195,6 +183,19 @@ class CaseRecorder:
             "pos_version": pos_version(),
             "git_commit": git_commit(),
         }
+
+
+def case_fields(spec: CaseSpec, run_name: str) -> dict[str, Any]:
+    """The result fields that name a case: its run, id, environment, task, method, models."""
+    names = {"case": spec.case_id, "env": spec.env, "task": spec.task, "agent": spec.agent}
+    return {"run": run_name, **names, "models": spec.models()}
+
+
+def episode_fields(played: Episode) -> dict[str, Any]:
+    """The result fields an episode fills in: what it scored and what its steps reported."""
+    counted = ("score", "steps", "trapped_steps", "recoveries", "degraded_steps", "context_cuts")
+    fields = {name: getattr(played, name) for name in counted}
+    return {**fields, "patterns": dict(played.patterns), "final_belief": played.final_belief}
 
 
 class StepTally:

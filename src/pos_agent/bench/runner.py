@@ -46,7 +46,7 @@ from pos_agent.bench.case import (
 )
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.preflight import Preflight, check_models, preflight, validate_cases
-from pos_agent.bench.recorder import DISK_FULL
+from pos_agent.bench.recorder import DISK_FULL, case_fields
 from pos_agent.bench.run_folder import RunFolder, RunPlan
 from pos_agent.llm import ModelOptions
 from pos_agent.trace import (
@@ -521,17 +521,7 @@ def _stop(pool: _Pool, deliver: Deliver) -> None:
 
 
 def _stand_in(spec: CaseSpec, run_name: str, status: Status, error: str) -> CaseResult:
-    return CaseResult(
-        run=run_name,
-        case=spec.case_id,
-        env=spec.env,
-        task=spec.task,
-        agent=spec.agent,
-        models=spec.models(),
-        status=status,
-        success=False,
-        error=error,
-    )
+    return CaseResult(**case_fields(spec, run_name), status=status, success=False, error=error)
 
 
 # -- summary -------------------------------------------------------------------------------------

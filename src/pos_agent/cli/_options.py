@@ -86,6 +86,15 @@ class CaseOptions:
     def checked_embed_model(self, *, used: bool) -> str:
         return checked_embed_model(self.embed_model, used=used)
 
+    def spec_fields(self) -> dict[str, Any]:
+        """The CaseSpec fields these options give as they are."""
+        return {
+            "model": self.model,
+            "health": self.health,
+            "generation_tokens": self.generation_tokens,
+            "context_window": self.context_window,
+        }
+
     def requested_env_models(self) -> dict[str, str]:
         """--env-model as ROLE -> SPEC (ValueError when malformed)."""
         return parse_env_models(self.env_model)

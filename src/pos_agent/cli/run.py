@@ -188,20 +188,17 @@ def _spec(
         env=env,
         task=task,
         agent=agent,
-        model=options.model,
         role_models=role_models,
         recovery=recovery,
-        health=options.health,
         max_steps=max_steps,
         seed=seed,
         split=split,
         env_models=env_models,
-        generation_tokens=options.generation_tokens,
         profile=profile,
         bounds=bounds,
-        context_window=options.context_window,
         embed_model=embed,
         env_options={"loca_root": loca_root} if loca_root else {},
+        **options.spec_fields(),
     )
     for name in sorted(set(spec.models().values())):
         try:

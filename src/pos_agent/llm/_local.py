@@ -10,6 +10,8 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,25 +242,24 @@ def interruptible(lock: threading.Lock, generate: Callable[[], Any]) -> Any:
     generation finishes on its own thread, bounded by its token budget, and its answer is
     dropped; the lock keeps the next call off the model until it has.
     """
-    done = threading.Event()
-    outcome: list[Any] = []
+    answer: Future[Any] = Future()
+
+    def locked() -> None:
+        with lock:
+            answer.set_result(generate())
 
     def work() -> None:
         try:
-            with lock:
-                outcome.append(generate())
+            locked()
         except BaseException as exc:  # handed to the waiting caller, who re-raises it
-            outcome.append(exc)
-        finally:
-            done.set()
+            answer.set_exception(exc)
 
     threading.Thread(target=work, name="pos-llama", daemon=True).start()
-    while not done.wait(POLL_S):
-        pass
-    result = outcome[0]
-    if isinstance(result, BaseException):
-        raise result
-    return result
+    while True:
+        try:
+            return answer.result(timeout=POLL_S)
+        except FutureTimeout:
+            continue
 
 
 def grammar_for_schema(schema: JsonSchema, llama: Any = None) -> Any:

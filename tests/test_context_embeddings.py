@@ -34,6 +34,7 @@ class EmbeddingServer:
         self.bodies: list[dict[str, Any]] = []
         self.auth: list[str] = []
         self.drop_one = False
+        self.usage: Any = None  # None: an honest count, 3 tokens per input
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -60,7 +61,12 @@ class EmbeddingServer:
                         "object": "list",
                         "data": data,
                         "model": body["model"],
-                        "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)},
+                        "usage": {
+                            "prompt_tokens": 3 * len(texts)
+                            if server.usage is None
+                            else server.usage,
+                            "total_tokens": 3 * len(texts),
+                        },
                     }
                 raw = json.dumps(payload).encode()
                 self.send_response(status)
@@ -111,6 +117,15 @@ def test_batches_of_ten_with_usage_and_the_key_sent(server: EmbeddingServer) -> 
     assert answer.prompt_tokens == 39
     assert server.auth[0] == f"Bearer {SECRET}"
     assert SECRET not in repr(embedder)
+
+
+@pytest.mark.parametrize("sent", [-40, 10**12, "39", 2.5])
+def test_usage_that_cannot_be_right_is_estimated_not_stored(
+    server: EmbeddingServer, sent: Any
+) -> None:
+    server.usage = sent
+    answer = load_embedder("openai:text-embedding-3-small", options(server)).embed(["a b c"])
+    assert isinstance(answer.prompt_tokens, int) and 0 < answer.prompt_tokens < 100
 
 
 def test_retries_a_429_then_succeeds_and_a_rejected_key_is_a_config_failure(

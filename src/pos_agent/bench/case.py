@@ -219,7 +219,10 @@ def _outcome_of(exc: BaseException, record: CaseRecorder) -> Outcome:
         where = where_it_stopped(exc.__traceback__)
         return Outcome("infra_error", f"{exc} {where} (model calls took {spent:.0f}s)")
     if isinstance(exc, InfrastructureError):
-        return Outcome("infra_error", f"environment backend failed: {exc}")
+        # A model server that stayed unreachable is raised while its ModelFailure is handled
+        # (the message names the role); only the environment's own backend gets the prefix.
+        side = "" if isinstance(exc.__context__, ModelFailure) else "environment backend failed: "
+        return Outcome("infra_error", f"{side}{exc}")
     if isinstance(exc, EnvError | SpecError):
         return Outcome("config_error", str(exc))
     if isinstance(exc, ModelFailure):  # a model that cannot be loaded, or a rejected set-up

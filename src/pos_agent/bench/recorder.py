@@ -23,6 +23,7 @@ from pos_agent.bench.identity import (
     git_commit,
     pos_version,
     result_options,
+    served_models,
     settings_hash,
     spec_settings,
 )
@@ -175,7 +176,7 @@ class CaseRecorder:
 
     def _provenance(self) -> dict[str, Any]:
         settings = spec_settings(self.spec)
-        model_options = result_options(self.options)
+        model_options = result_options(self.options, served_models(self.spec))
         return {
             "spec": settings,
             "model_options": model_options,

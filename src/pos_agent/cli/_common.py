@@ -20,17 +20,19 @@ from rich.progress import (
 )
 
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
-from pos_agent.llm import ModelFailure
+from pos_agent.llm import ModelFailure, printable
 from pos_agent.roles.limits import PROFILE_NAMES, parse_bounds
 
 # Text from models, servers, tools, environments and files is printed through `shown`, so that
-# a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow).
+# a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow),
+# and terminal control bytes (ESC/CSI/OSC sequences, carriage returns, bidi overrides) arrive
+# as visible escapes, never as commands to the terminal.
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def shown(value: object) -> str:
-    """`value` as text that rich prints literally."""
-    return escape(str(value))
+    """`value` as text that rich prints literally and the terminal cannot obey."""
+    return escape(printable(value))
 
 
 def progress_bar(on: Console) -> Progress:

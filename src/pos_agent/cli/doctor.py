@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pos_agent.cli._common import shown
 from pos_agent.cli.app import app
 from pos_agent.envs.alfworld import alfworld_data_dir
 from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role
@@ -121,8 +122,8 @@ def check_cpu() -> Check:
     )
 
     flags = cpu_flags()
-    shown = ", ".join(f for f in REPORTED_FLAGS if flags and f in flags) or "unknown"
-    detail = f"{cpu_model()}; flags: {shown}"
+    reported = ", ".join(f for f in REPORTED_FLAGS if flags and f in flags) or "unknown"
+    detail = f"{cpu_model()}; flags: {reported}"
     features = llama_features()
     if features:
         detail += f"; llama.cpp built for: {', '.join(compiled_cpu_features(features)) or 'none'}"
@@ -234,10 +235,10 @@ def render(checks: list[Check]) -> Table:
     style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
     for check in checks:
         table.add_row(
-            check.name,
+            shown(check.name),
             f"[{style[check.status]}]{check.status}[/]",
-            check.detail,
-            check.fix if check.status != "ok" else "",
+            shown(check.detail),
+            shown(check.fix) if check.status != "ok" else "",
         )
     return table
 

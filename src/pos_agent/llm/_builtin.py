@@ -48,8 +48,25 @@ def gguf(target: str, options: ModelOptions) -> Backend:
     return _llama_cpp(path, options)
 
 
+def openai_server(options: ModelOptions) -> str:
+    """The server of `openai:` specs: the option, else OPENAI_BASE_URL, else OpenAI's API."""
+    from pos_agent.llm._openai import OPENAI_DEFAULT_BASE_URL
+
+    return _configured_url(options) or OPENAI_DEFAULT_BASE_URL
+
+
+def dashscope_server(options: ModelOptions) -> str:
+    """The server of `dashscope:` specs: the option, else DASHSCOPE_BASE_URL, else DashScope's
+    compatible mode."""
+    return options.base_url or os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
+
+
+def _configured_url(options: ModelOptions) -> str | None:
+    return options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
 def openai(target: str, options: ModelOptions) -> Backend:
-    base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    base_url = _configured_url(options)
     api_key = secret_value(options.api_key) or os.environ.get("OPENAI_API_KEY") or None
     if api_key is None and base_url is None:
         # Local servers (vLLM, Ollama, llama.cpp) need no key; OpenAI itself always does.
@@ -63,7 +80,7 @@ def openai(target: str, options: ModelOptions) -> Backend:
 
 
 def dashscope(target: str, options: ModelOptions) -> Backend:
-    base_url = options.base_url or os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
+    base_url = dashscope_server(options)
     api_key = secret_value(options.api_key) or os.environ.get("DASHSCOPE_API_KEY") or None
     if api_key is None:
         raise BackendError(

@@ -201,10 +201,12 @@ class LlamaCppBackend:
             )
         except ValueError as exc:
             if "context window" in str(exc):
+                # llama-cpp-python: "Requested tokens (N) exceed context window of M".
                 raise BackendError(
-                    "config",
+                    "context_overflow",
                     f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
-                    "shorten the prompt or raise n_ctx",
+                    "resending it cannot help: raise n_ctx, or --context-window TOKENS "
+                    "makes the raw baseline cut its history to fit",
                     retryable=False,
                 ) from None
             raise BackendError(

@@ -74,6 +74,11 @@ class Completion:
     included. `parsed` is a validated instance of the requested schema, or None when no schema
     was asked for. `cached` is True when the answer was replayed from the response cache.
     `structured_mode` says how the server or model was held to the schema (None without one).
+    `usage_note` says why `usage` is not what the server reported (it sent none, or numbers
+    that cannot be right and were replaced by an estimate); None when it is.
+    `truncated` is True when the backend stopped the (last) reply at `max_tokens` (finish_reason
+    "length"); a free-text answer is still returned then, and the caller decides what it is
+    worth. A replayed answer does not know it (False).
     """
 
     text: str
@@ -84,6 +89,8 @@ class Completion:
     repairs: int
     model: str
     structured_mode: StructuredMode | None = None
+    usage_note: str | None = None
+    truncated: bool = False
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
         """The parsed object, typed as `schema` (raises TypeError when it is something else)."""

@@ -26,7 +26,7 @@ from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import ModelFailure, ModelOptions
 from pos_agent.llm._options import DASHSCOPE_BASE_URL, secret_value
 from pos_agent.llm._secrets import public_url, redact
-from pos_agent.llm.backend import backoff_delay
+from pos_agent.llm.backend import backoff_delay, plausible_count, prompt_bound
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"
@@ -156,10 +156,13 @@ def _vectors_of(response: Any, batch: list[str], spec: str) -> tuple[list[list[f
             model=spec,
         )
     usage = getattr(response, "usage", None)
-    tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    sent = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    # A count that cannot be right (negative, not an integer, beyond the input) is not stored.
+    bound = prompt_bound(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
+    tokens = plausible_count(sent, bound)
     if tokens is None:
         tokens = sum(count_tokens(text) for text in batch)
-    return vectors, int(tokens)
+    return vectors, tokens
 
 
 def check_embed_spec(spec: str) -> str:

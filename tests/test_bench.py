@@ -214,7 +214,7 @@ def test_each_result_records_the_budgets_bounds_and_profile_it_ran_with(tmp_path
     raw = CaseSpec(env="toy", task="heat-mug", agent="raw", model="local", max_steps=1)
     result = run_case(raw, tmp_path / "raw", run_name="s", load=load)  # type: ignore[arg-type]
     assert result.settings["policy"]["profile"] == "compact"
-    assert result.settings["context_window"] == 8192, "a local model's n_ctx"
+    assert result.settings["context_window"] is None, "never cut unless asked (paper policy)"
 
 
 def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:

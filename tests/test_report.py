@@ -123,7 +123,7 @@ def test_results_of_older_versions_with_status_error_are_not_scored() -> None:
     data = aggregate([case(status="success"), case(status="error", error="model: bad key")])
     assert data.stats["pos"].success == Rate(1, 1)
     outcomes = table(build_tables(data), "outcomes")
-    assert outcomes.columns[-4] == "error" and outcomes.rows[0][-4] == 1
+    assert outcomes.columns[-5] == "error" and outcomes.rows[0][-5] == 1
 
 
 def test_missing_cases_are_reported_not_dropped(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.case import AGENTS, CaseSpec, RecordError
 from pos_agent.bench.run_folder import CONFIG_NAME, RunFolderError, check_run_name, prepare_out
 from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
@@ -169,7 +170,7 @@ def _cases(
         if value is not None
     }
     bounds = options.checked_bounds()
-    embed = options.checked_embed_model(used="pace" in methods)
+    embed = options.checked_embed_model(used=any(uses_embeddings(name) for name in methods))
     try:
         requested = options.requested_env_models()
     except ValueError as exc:

@@ -11,6 +11,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from pos_agent.agents.base import StepInfo
+from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.case import AGENTS, CaseBusyError, CaseSpec, RecordError, run_case
 from pos_agent.bench.env_models import env_model_labels, resolve_env_models
 from pos_agent.bench.run_folder import (
@@ -178,7 +179,7 @@ def _spec(
     """The case to play, from the command line; a bad option is refused (exit 2)."""
     bounds = options.checked_bounds()
     profile = options.checked_profile()
-    embed = options.checked_embed_model(used=agent == "pace")
+    embed = options.checked_embed_model(used=uses_embeddings(agent))
     try:
         env_models = resolve_env_models(env, options.requested_env_models())
     except (ValueError, EnvError) as exc:

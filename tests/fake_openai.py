@@ -30,6 +30,8 @@ class Behaviour:
     request_times: list[float] = field(default_factory=list)
     refuse_tools: bool = False  # answer a request with `tools` as a server without them would
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    fail_first: int = 0
+    """The first this-many requests fail with HTTP 500 (an outage that then ends)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -42,6 +44,9 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour.request_times.append(time.monotonic())
         time.sleep(behaviour.latency_s)
         behaviour.bodies.append(body)
+        if len(behaviour.request_times) <= behaviour.fail_first:
+            self._send(500, {"error": {"message": "the server is restarting", "type": "x"}})
+            return
         if behaviour.status != 200:
             self._send(behaviour.status, {"error": {"message": behaviour.message, "type": "x"}})
             return

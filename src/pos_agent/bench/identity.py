@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.env_models import resolve_env_models
 from pos_agent.envs._registry import canonical_env, env_model_roles
 from pos_agent.llm import ModelOptions, effective_server
@@ -81,7 +82,7 @@ def served_models(spec: Any) -> list[str]:
     PACE's embeddings endpoint when it scores relevance with one (not the offline tfidf)."""
     models = list(called_models(spec).values())
     embed = getattr(spec, "embed_model", None)
-    if getattr(spec, "agent", None) == "pace" and isinstance(embed, str) and ":" in embed:
+    if uses_embeddings(getattr(spec, "agent", "")) and isinstance(embed, str) and ":" in embed:
         models.append(embed)
     return models
 

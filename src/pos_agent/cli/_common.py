@@ -91,8 +91,10 @@ BOUND_HELP = (
     "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
 )
 CONTEXT_HELP = (
-    "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
-    "beyond it. Default: n_ctx for local models; never cut for a server."
+    "Cut the raw baseline's oldest history so that its prompt and answer fit this many tokens "
+    "(each cut traced and counted; recorded in the settings hash). Default: never cut, for "
+    "every method and model (the paper's policy): a prompt that does not fit the model's "
+    "window ends the case as a scored failure with reason context_overflow."
 )
 HEALTH_HELP = (
     "Trap diagnosis of the PoS variants: paper (Eq. 5-6, the default) or improved (stays right "

@@ -22,7 +22,7 @@ from pos_agent.envs import (
     list_tasks,
     make_env,
 )
-from pos_agent.envs._registry import canonical_env
+from pos_agent.envs._registry import canonical_env, env_entry
 from pos_agent.llm import printable
 
 # Exit codes of `pos play`.
@@ -99,6 +99,11 @@ def envs_command(
     console.print(table)
     for problem in problems:
         console.print(Text(printable(problem), style="yellow"))
+    # Listing needs no extra, but running does: say which extra each environment still needs.
+    for name in names:
+        missing = env_entry(name).unavailable()
+        if missing is not None:
+            console.print(Text(f"Cannot run here: {printable(missing)}", style="yellow"))
 
 
 def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:

@@ -50,6 +50,74 @@ def openai_available() -> bool:
     return importlib.util.find_spec("httpx") is not None
 
 
+def api_endpoint(full_url: str, path: str, secrets: tuple[str, ...] = ()) -> Any:
+    """`path` under the API root `full_url`, as an httpx URL; BackendError(config) when the
+    root is not an http(s) URL. Shared by the chat backend and PACE's embeddings."""
+    import httpx
+
+    try:
+        url = httpx.URL(full_url)
+        endpoint = url.copy_with(path=url.path.rstrip("/") + "/" + path)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise BackendError(
+            "config",
+            redact(f"--base-url {full_url!r} is not a valid URL ({exc})", secrets),
+            retryable=False,
+        ) from None
+    if endpoint.scheme not in ("http", "https"):
+        raise BackendError(
+            "config",
+            f"--base-url must start with http:// or https://, not {public_url(full_url)!r}",
+            retryable=False,
+        )
+    return endpoint
+
+
+def request_headers(api_key: str | None) -> dict[str, str]:
+    """The headers of every request: JSON, our user agent, and the key when there is one."""
+    headers = {"accept": "application/json", "user-agent": _user_agent()}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def post_or_raise(
+    client: Any,
+    url: Any,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    timeout_s: float,
+    max_bytes: int,
+    where: str,
+    secrets: tuple[str, ...],
+) -> HttpReply:
+    """`post_json` with its failures as BackendErrors: a missed deadline is a retryable
+    timeout, an unusable URL a config error, anything else on the wire a retryable transport
+    error. Any HTTP status is returned, for the caller to judge."""
+    import httpx
+
+    try:
+        return post_json(client, url, payload, headers, timeout_s=timeout_s, max_bytes=max_bytes)
+    except (DeadlineExceeded, httpx.TimeoutException):
+        raise BackendError(
+            "timeout",
+            f"no complete answer from {where} within {timeout_s:g}s "
+            "(timeout_s is the limit of the whole request)",
+            retryable=True,
+        ) from None
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise BackendError(
+            "config", redact(f"cannot use {where}: {exc}", secrets), retryable=False
+        ) from None
+    except httpx.HTTPError as exc:
+        raise BackendError(
+            "transport",
+            redact(f"cannot reach {where}: {exc}; is the server running?", secrets),
+            retryable=True,
+        ) from None
+
+
 class OpenAICompatibleBackend:
     """Chat completions over HTTP, one request per `generate`, no retries of its own.
 
@@ -78,25 +146,9 @@ class OpenAICompatibleBackend:
         self.key_env = key_env
         self.secrets: tuple[str, ...] = tuple(s for s in (api_key, *url_secrets(full_url)) if s)
         self.profile: ServerProfile = server_profile(self.base_url or "", model)
-        try:
-            url = httpx.URL(full_url)
-            self._endpoint = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
-        except (httpx.InvalidURL, TypeError, ValueError) as exc:
-            raise BackendError(
-                "config",
-                self._clean(f"--base-url {full_url!r} is not a valid URL ({exc})"),
-                retryable=False,
-            ) from None
-        if self._endpoint.scheme not in ("http", "https"):
-            raise BackendError(
-                "config",
-                f"--base-url must start with http:// or https://, not {self.base_url!r}",
-                retryable=False,
-            )
+        self._endpoint = api_endpoint(full_url, "chat/completions", self.secrets)
         warn_if_key_goes_in_clear(full_url, has_key=api_key is not None)
-        self._headers = {"accept": "application/json", "user-agent": _user_agent()}
-        if api_key:
-            self._headers["authorization"] = f"Bearer {api_key}"
+        self._headers = request_headers(api_key)
         # User info in the URL (a proxy's basic auth) is sent by httpx itself.
         self._client = httpx.Client(follow_redirects=False)
 
@@ -124,7 +176,7 @@ class OpenAICompatibleBackend:
                     ),
                 )
             if reply.status >= 300:
-                detail = self._clean(_error_text(reply))
+                detail = self._clean(error_text(reply))
                 if says_context_overflow(reply.status, self._clean(_raw_text(reply))):
                     raise self._overflow(f"{self.base_url} (HTTP {reply.status})", detail)
                 if self._adapt_to(reply.status, detail, mode):
@@ -133,34 +185,16 @@ class OpenAICompatibleBackend:
             return self._reply_of(reply, request, mode, several=bool(native and native[1]))
 
     def _post(self, arguments: dict[str, Any]) -> HttpReply:
-        import httpx
-
-        try:
-            return post_json(
-                self._client,
-                self._endpoint,
-                arguments,
-                self._headers,
-                timeout_s=self.timeout_s,
-                max_bytes=self.max_reply_bytes,
-            )
-        except (DeadlineExceeded, httpx.TimeoutException):
-            raise BackendError(
-                "timeout",
-                f"no complete answer from {self.base_url} within {self.timeout_s:g}s "
-                "(timeout_s is the limit of the whole request)",
-                retryable=True,
-            ) from None
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise BackendError(
-                "config", self._clean(f"cannot use {self.base_url}: {exc}"), retryable=False
-            ) from None
-        except httpx.HTTPError as exc:
-            raise BackendError(
-                "transport",
-                self._clean(f"cannot reach {self.base_url}: {exc}; is the server running?"),
-                retryable=True,
-            ) from None
+        return post_or_raise(
+            self._client,
+            self._endpoint,
+            arguments,
+            self._headers,
+            timeout_s=self.timeout_s,
+            max_bytes=self.max_reply_bytes,
+            where=self.base_url or "",
+            secrets=self.secrets,
+        )
 
     def _arguments(self, request: GenerationRequest, mode: StructuredMode | None) -> dict[str, Any]:
         arguments: dict[str, Any] = {
@@ -235,7 +269,7 @@ class OpenAICompatibleBackend:
                 "transport",
                 f"{where}: {detail}",
                 retryable=True,
-                retry_after_s=_retry_after_s(reply.headers),
+                retry_after_s=retry_after_s(reply.headers),
                 outage=False,
             )
         if rejects_request(status, detail):
@@ -251,7 +285,7 @@ class OpenAICompatibleBackend:
                 "transport",
                 f"{where}: {detail}",
                 retryable=True,
-                retry_after_s=_retry_after_s(reply.headers),
+                retry_after_s=retry_after_s(reply.headers),
             )
         return BackendError("transport", f"{where}: {detail}", retryable=False)
 
@@ -331,7 +365,7 @@ class OpenAICompatibleBackend:
                 retryable=False,
             ) from None
         if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
-            detail = self._clean(_error_text(reply))[:_DETAIL_CHARS]
+            detail = self._clean(error_text(reply))[:_DETAIL_CHARS]
             if says_context_overflow(400, self._clean(_raw_text(reply))):
                 raise self._overflow(where, detail)
             raise BackendError("config", f"{where} with an error: {detail}", retryable=False)
@@ -403,7 +437,7 @@ def _raw_text(reply: HttpReply) -> str:
     return reply.body[:_CLASSIFY_BYTES].decode("utf-8", errors="replace")
 
 
-def _error_text(reply: HttpReply) -> str:
+def error_text(reply: HttpReply) -> str:
     raw = reply.body.decode("utf-8", errors="replace")
     try:
         body = json.loads(raw)
@@ -420,7 +454,7 @@ def _error_text(reply: HttpReply) -> str:
     return raw.strip()[:_DETAIL_CHARS]
 
 
-def _retry_after_s(headers: dict[str, str]) -> float | None:
+def retry_after_s(headers: dict[str, str]) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:

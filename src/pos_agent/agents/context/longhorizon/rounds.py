@@ -264,9 +264,10 @@ class _Episode:
         ]
         return prompts.audit_block(cited, self.settings.related_report_chars) if cited else ""
 
-    def execute(self, round_: Round) -> None:
+    def role_base(self, round_: Round) -> str:
+        """The context the executor and the auditor of a round both start from."""
         assert round_.plan is not None
-        base = prompts.role_context(
+        return prompts.role_context(
             self.task,
             round_.plan,
             round_.manager_text or "",
@@ -274,6 +275,9 @@ class _Episode:
             self.contract,
             self.related_reports(round_.plan),
         )
+
+    def execute(self, round_: Round) -> None:
+        base = self.role_base(round_)
         for _ in range(self.settings.executor_actions):
             if self.actions_left() <= 0 or self.observation.done:
                 break
@@ -305,15 +309,7 @@ class _Episode:
     # -- auditor ----------------------------------------------------------------------------------
 
     def audit(self, round_: Round) -> None:
-        assert round_.plan is not None
-        base = prompts.role_context(
-            self.task,
-            round_.plan,
-            round_.manager_text or "",
-            self.state,
-            self.contract,
-            self.related_reports(round_.plan),
-        )
+        base = self.role_base(round_)
         claim = (round_.executor_report or "")[: self.settings.executor_output_chars]
         for _ in range(self.settings.auditor_queries):
             if self.actions_left() <= 0 or self.observation.done:

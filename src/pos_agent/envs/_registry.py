@@ -248,6 +248,7 @@ _LOCA_OPTIONS = frozenset(
     {"loca_root", "workdir", "runtime_dir", "keep_workspace", "setup_timeout"}
 )
 
+
 def _rca_entry(name: str, summary: str, aliases: tuple[str, ...] = ()) -> EnvEntry:
     """An RCA environment: the RCA100 and the Nezha cases share the tools and the options."""
     return EnvEntry(

@@ -15,9 +15,9 @@ from typing import Any
 from pos_agent.trapbench.toolagent.traps import alternate, cycle
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
+    PollingTask,
     Result,
     SafePoint,
-    Task,
     Workspace,
     fact,
 )
@@ -43,7 +43,7 @@ class Job:
         return len(self.ticks)
 
 
-class Pipeline(Task):
+class Pipeline(PollingTask):
     name = "pipeline"
     SUMMARY = "reports/orders_summary.json"
 
@@ -58,8 +58,6 @@ class Pipeline(Task):
         self.jobs: dict[str, Job] = {}
         self.ids = [ws.noise.hex(8) for _ in range(24)]
         self.failure_seen = self.missing_known = self.summary_read = False
-        self.hang_armed = False
-        self.hang_length = 0
         self.extract_ticks = rng.randint(4, 7)
         self.load_ticks = rng.randint(4, 7)
         self.rows = rng.randint(40_000, 400_000)
@@ -282,13 +280,6 @@ class Pipeline(Task):
         else:
             body = f"cancelled after {elapsed}"
         return Result(f"{head}\n{body}\nchecked at {noise.iso()}")
-
-    def arm_polling(self, point: str, polls: int) -> bool:
-        if point != "S1":
-            return False
-        self.hang_armed = True
-        self.hang_length = polls
-        return True
 
     def flow(self) -> Iterator[Call | SafePoint]:
         load = {"pipeline": "load_orders", "params": {"date": self.date}}

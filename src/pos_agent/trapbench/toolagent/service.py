@@ -13,15 +13,15 @@ from typing import Any
 from pos_agent.trapbench.toolagent.traps import alternate, cycle
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
+    PollingTask,
     Result,
     SafePoint,
-    Task,
     Workspace,
     fact,
 )
 
 
-class Service(Task):
+class Service(PollingTask):
     name = "service"
     ENV = "deploy/api.env"
     LOG = "logs/api/app.log"
@@ -63,8 +63,6 @@ class Service(Task):
         self.restarted = self.hung = self.verified = False
         self.restarts = 0
         self.pid = ws.noise.pid()
-        self.hang_armed = False
-        self.hang_length = 0
         self.goal_text = f"get {self.URL} to answer 200"
 
     def _env_lines(self) -> list[str]:
@@ -229,13 +227,6 @@ class Service(Task):
             f"Stopping api ... done (pid {old}, exit code {3 if not self.fixed else 0})\n"
             f"Starting api ... done (pid {self.pid}) at {noise.iso()} [{noise.seconds(0.3, 2.5)}]"
         )
-
-    def arm_polling(self, point: str, polls: int) -> bool:
-        if point != "S1":
-            return False
-        self.hang_armed = True
-        self.hang_length = polls
-        return True
 
     def flow(self) -> Iterator[Call | SafePoint]:
         health = Call("http_request", {"method": "GET", "url": self.URL})

@@ -32,87 +32,67 @@ class RecordTool:
     query: SectionQuery
 
 
+def _question_tool(
+    name: str, description: str, example: str, section: str, label: str, not_found: str
+) -> RecordTool:
+    """A history or examination tool: a free question, answered by up to three sentences."""
+    return RecordTool(
+        ToolSpec(name, description, object_schema(["question"], question=string_param(example))),
+        SectionQuery(section, label, per_sentence=True, max_items=3, not_found=not_found),
+    )
+
+
+def _test_tool(
+    name: str, description: str, example: str, section: str, label: str, not_found: str
+) -> RecordTool:
+    """An ordered test: one test named, answered by up to two of the section's results."""
+    return RecordTool(
+        ToolSpec(name, description, object_schema(["test"], test=string_param(example))),
+        SectionQuery(section, label, per_sentence=False, max_items=2, not_found=not_found),
+    )
+
+
 RECORD_TOOLS: tuple[RecordTool, ...] = (
-    RecordTool(
-        ToolSpec(
-            "ask_history",
-            "Ask the patient one history question (complaint, present illness, past, family, "
-            "social history).",
-            object_schema(
-                ["question"],
-                question=string_param("One question, e.g. 'Any recent travel or sick contacts?'"),
-            ),
-        ),
-        SectionQuery(
-            "medical_history",
-            "History",
-            per_sentence=True,
-            max_items=3,
-            not_found="The record holds no history that answers this question.",
-        ),
+    _question_tool(
+        "ask_history",
+        "Ask the patient one history question (complaint, present illness, past, family, "
+        "social history).",
+        "One question, e.g. 'Any recent travel or sick contacts?'",
+        "medical_history",
+        "History",
+        "The record holds no history that answers this question.",
     ),
-    RecordTool(
-        ToolSpec(
-            "ask_physical_exam",
-            "Ask for one physical-examination finding or the vital signs.",
-            object_schema(
-                ["question"],
-                question=string_param("What to examine, e.g. 'abdominal examination'."),
-            ),
-        ),
-        SectionQuery(
-            "physical_examination",
-            "Physical examination",
-            per_sentence=True,
-            max_items=3,
-            not_found="The record holds no examination finding that answers this question.",
-        ),
+    _question_tool(
+        "ask_physical_exam",
+        "Ask for one physical-examination finding or the vital signs.",
+        "What to examine, e.g. 'abdominal examination'.",
+        "physical_examination",
+        "Physical examination",
+        "The record holds no examination finding that answers this question.",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_lab_test",
-            "Order one laboratory test and get its result.",
-            object_schema(
-                ["test"], test=string_param("The one test to order, e.g. 'complete blood count'.")
-            ),
-        ),
-        SectionQuery(
-            "laboratory_test",
-            "Laboratory test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this laboratory test in the record (not performed or not "
-            "reported).",
-        ),
+    _test_tool(
+        "order_lab_test",
+        "Order one laboratory test and get its result.",
+        "The one test to order, e.g. 'complete blood count'.",
+        "laboratory_test",
+        "Laboratory test",
+        "No result for this laboratory test in the record (not performed or not reported).",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_radiographic_test",
-            "Order one imaging study (X-ray, CT, MRI, ultrasound, ...) and get its report.",
-            object_schema(["test"], test=string_param("The imaging study, e.g. 'chest CT'.")),
-        ),
-        SectionQuery(
-            "radiographic_test",
-            "Radiographic test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this imaging study in the record (not performed or not "
-            "reported).",
-        ),
+    _test_tool(
+        "order_radiographic_test",
+        "Order one imaging study (X-ray, CT, MRI, ultrasound, ...) and get its report.",
+        "The imaging study, e.g. 'chest CT'.",
+        "radiographic_test",
+        "Radiographic test",
+        "No result for this imaging study in the record (not performed or not reported).",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_other_test",
-            "Order one other test (ECG, biopsy, endoscopy, pathology, genetic test, ...).",
-            object_schema(["test"], test=string_param("The test, e.g. 'skin biopsy'.")),
-        ),
-        SectionQuery(
-            "other_test",
-            "Other test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this test in the record (not performed or not reported).",
-        ),
+    _test_tool(
+        "order_other_test",
+        "Order one other test (ECG, biopsy, endoscopy, pathology, genetic test, ...).",
+        "The test, e.g. 'skin biopsy'.",
+        "other_test",
+        "Other test",
+        "No result for this test in the record (not performed or not reported).",
     ),
 )
 SECTION_QUERIES: dict[str, SectionQuery] = {tool.spec.name: tool.query for tool in RECORD_TOOLS}

@@ -7,6 +7,7 @@ A question tool is answered by the provider from its own section only (never the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pos_agent.envs.tools import ToolCall, ToolSpec, object_schema, string_param
 
@@ -32,63 +33,72 @@ class RecordTool:
     query: SectionQuery
 
 
-def _question_tool(
-    name: str, description: str, example: str, section: str, label: str, not_found: str
+def _record_tool(
+    name: str,
+    description: str,
+    asks: Literal["question", "test"],
+    example: str,
+    section: str,
+    label: str,
+    not_found: str,
 ) -> RecordTool:
-    """A history or examination tool: a free question, answered by up to three sentences."""
+    """A tool with one argument, `asks`: a free question (history, examination) is answered by
+    up to three sentences of its section, an ordered test by up to two of its results."""
+    free_question = asks == "question"
     return RecordTool(
-        ToolSpec(name, description, object_schema(["question"], question=string_param(example))),
-        SectionQuery(section, label, per_sentence=True, max_items=3, not_found=not_found),
-    )
-
-
-def _test_tool(
-    name: str, description: str, example: str, section: str, label: str, not_found: str
-) -> RecordTool:
-    """An ordered test: one test named, answered by up to two of the section's results."""
-    return RecordTool(
-        ToolSpec(name, description, object_schema(["test"], test=string_param(example))),
-        SectionQuery(section, label, per_sentence=False, max_items=2, not_found=not_found),
+        ToolSpec(name, description, object_schema([asks], **{asks: string_param(example)})),
+        SectionQuery(
+            section,
+            label,
+            per_sentence=free_question,
+            max_items=3 if free_question else 2,
+            not_found=not_found,
+        ),
     )
 
 
 RECORD_TOOLS: tuple[RecordTool, ...] = (
-    _question_tool(
+    _record_tool(
         "ask_history",
         "Ask the patient one history question (complaint, present illness, past, family, "
         "social history).",
+        "question",
         "One question, e.g. 'Any recent travel or sick contacts?'",
         "medical_history",
         "History",
         "The record holds no history that answers this question.",
     ),
-    _question_tool(
+    _record_tool(
         "ask_physical_exam",
         "Ask for one physical-examination finding or the vital signs.",
+        "question",
         "What to examine, e.g. 'abdominal examination'.",
         "physical_examination",
         "Physical examination",
         "The record holds no examination finding that answers this question.",
     ),
-    _test_tool(
+    _record_tool(
         "order_lab_test",
         "Order one laboratory test and get its result.",
+        "test",
         "The one test to order, e.g. 'complete blood count'.",
         "laboratory_test",
         "Laboratory test",
         "No result for this laboratory test in the record (not performed or not reported).",
     ),
-    _test_tool(
+    _record_tool(
         "order_radiographic_test",
         "Order one imaging study (X-ray, CT, MRI, ultrasound, ...) and get its report.",
+        "test",
         "The imaging study, e.g. 'chest CT'.",
         "radiographic_test",
         "Radiographic test",
         "No result for this imaging study in the record (not performed or not reported).",
     ),
-    _test_tool(
+    _record_tool(
         "order_other_test",
         "Order one other test (ECG, biopsy, endoscopy, pathology, genetic test, ...).",
+        "test",
         "The test, e.g. 'skin biopsy'.",
         "other_test",
         "Other test",

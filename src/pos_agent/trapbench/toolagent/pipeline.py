@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
     PollingTask,
@@ -332,17 +332,6 @@ class Pipeline(PollingTask):
                     Call("job_status", {"job_id": target, "attempt": i + 2}) for i in range(count)
                 ]
             return [status] * rng.randint(6, 12)
-        if kind == "alternation":
-            return alternate(status, log, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                status,
-                log,
-                Call("read_file", {"path": "docs/pipelines/load_orders.md"}),
-                Call("read_file", {"path": "etl/pipelines.yaml"}),
-                Call("search", {"query": "load_orders"}),
-            ]
-            return cycle(pool, rng)
         if kind == "semantic" and point == "S1":
             variants = [
                 {"date": self.date, "batch_size": 1000},
@@ -362,7 +351,14 @@ class Pipeline(PollingTask):
                 if attempt % 2 == 1:
                     calls.append(Call("read_file", {"path": f"logs/jobs/{job}.log"}))
             return calls
-        return None
+        pool = [
+            status,
+            log,
+            Call("read_file", {"path": "docs/pipelines/load_orders.md"}),
+            Call("read_file", {"path": "etl/pipelines.yaml"}),
+            Call("search", {"query": "load_orders"}),
+        ]
+        return paired_or_cycled(kind, rng, (status, log), pool)
 
     def _last_load(self) -> str:
         loads = [j.id for j in self.jobs.values() if j.pipeline == "load_orders"]

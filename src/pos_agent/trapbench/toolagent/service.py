@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
     PollingTask,
@@ -273,18 +273,6 @@ class Service(PollingTask):
                 )
             return [health] * rng.randint(6, 12)
         env = Call("read_file", {"path": self.ENV})
-        if kind == "alternation":
-            return alternate(health, env, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                health,
-                env,
-                Call("restart_service", {"name": "nginx"}),
-                Call("list_dir", {"path": "deploy"}),
-            ]
-            if point == "S2":
-                pool.append(Call("read_file", {"path": self.COMPOSE}))
-            return cycle(pool, rng)
         if kind == "semantic" and point == "S1":
             calls: list[Call] = []
             current = dict(self.env)
@@ -308,4 +296,12 @@ class Service(PollingTask):
                 calls.append(Call("restart_service", {"name": "api"}))
                 calls.append(health)
             return calls
-        return None
+        pool = [
+            health,
+            env,
+            Call("restart_service", {"name": "nginx"}),
+            Call("list_dir", {"path": "deploy"}),
+        ]
+        if point == "S2":
+            pool.append(Call("read_file", {"path": self.COMPOSE}))
+        return paired_or_cycled(kind, rng, (health, env), pool)

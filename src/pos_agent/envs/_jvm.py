@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 from pos_agent.envs._episode import BudgetedEnvironment
@@ -84,6 +85,20 @@ class JvmEnvironment(BudgetedEnvironment):
 
     def _start_backend(self) -> Any:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _starting(self) -> Iterator[None]:
+        """Start the backend with no gold path walked yet; when the block (choosing and loading
+        the task) fails, the JVM is stopped again before the error goes on."""
+        self._gold = []
+        self._gold_position = 0
+        self._on_gold_path = True
+        self._backend = self._start_backend()
+        try:
+            yield
+        except BaseException:
+            stop_backend(self._backend)
+            raise
 
     def _load(self) -> None:
         raise NotImplementedError

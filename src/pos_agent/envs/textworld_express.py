@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_agent.envs._episode import BackendResult
-from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
+from pos_agent.envs._jvm import JvmEnvironment, require_java
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "textworld-express"
@@ -146,18 +146,10 @@ class TextWorldExpressEnvironment(JvmEnvironment):
         )
         require_java(ENV_NAME)
         self.game_params = {**DEFAULT_GAME_PARAMS.get(game, {}), **parse_game_params(game_params)}
-        self._backend: Any = None
-        self._gold: list[str] = []
-        self._gold_position = 0
-        self._on_gold_path = True
         self._valid: list[str] = []
-        self._backend = self._start_backend()
-        try:
+        with self._starting():
             self._load()
             self.seed = self._choose_seed(seed)
-        except BaseException:
-            stop_backend(self._backend)
-            raise
 
     def _start_backend(self) -> Any:
         module = _import_twx()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pos_agent.envs._episode import BudgetedEnvironment
@@ -68,6 +68,19 @@ def stop_backend(backend: Any) -> None:
 
 def _already_closed() -> None:
     return None
+
+
+def seed_in_split(
+    seed: int | None, offered: Iterable[Any], refusal: Callable[[list[int]], str]
+) -> int:
+    """`seed` when the split `offered` it, the split's first one when None; otherwise EnvError
+    with `refusal(the offered ones)`."""
+    choices = [int(choice) for choice in offered]
+    if seed is None:
+        return choices[0]
+    if seed not in choices:
+        raise EnvError(refusal(choices))
+    return seed
 
 
 class JvmEnvironment(BudgetedEnvironment):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_agent.envs._episode import BackendResult
-from pos_agent.envs._jvm import JvmEnvironment, require_java
+from pos_agent.envs._jvm import JvmEnvironment, require_java, seed_in_split
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "textworld-express"
@@ -170,15 +170,14 @@ class TextWorldExpressEnvironment(JvmEnvironment):
             "dev": self._backend.getValidSeedsDev,
             "test": self._backend.getValidSeedsTest,
         }[self.split]
-        seeds = [int(s) for s in getter()]
-        if seed is None:
-            return seeds[0]
-        if seed not in seeds:
-            raise EnvError(
+        return seed_in_split(
+            seed,
+            getter(),
+            lambda seeds: (
                 f"Seed {seed} is not in the TextWorldExpress {self.split} split; "
                 f"choose one of {seeds[0]}-{seeds[-1]}."
-            )
-        return seed
+            ),
+        )
 
     def _extra(self) -> dict[str, Any]:
         return {

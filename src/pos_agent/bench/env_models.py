@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
-
-from pydantic import BaseModel
 
 from pos_agent.envs._registry import canonical_env, env_model_roles
 from pos_agent.events import ModelCallEvent, ModelFailureEvent
-from pos_agent.llm import Completion, Message, Model, ModelFailure, TokenLedger, parse_spec
+from pos_agent.llm import (
+    CallWrapper,
+    Completion,
+    Model,
+    ModelFailure,
+    Request,
+    TokenLedger,
+    parse_spec,
+)
 from pos_agent.trace import TraceWriter
 
 OFFLINE_LABEL = "{name} (offline)"
@@ -90,7 +97,7 @@ def env_model_labels(env: str, chosen: dict[str, str]) -> dict[str, str]:
     }
 
 
-class TracedModel:
+class TracedModel(CallWrapper):
     """A `Model` that records each call in the case's ledger and trace under a fixed role.
 
     The environment calls it like any model; the harness sets `step_source` once the
@@ -112,28 +119,13 @@ class TracedModel:
         self.trace = trace
         self.step_source = step_source
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: type[BaseModel] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        role: str = "",
-        purpose: str = "",
-    ) -> Completion:
-        del role  # the harness fixed it: a provider call is accounted as the provider's
+    def answer(self, request: Request) -> Completion:
+        # The harness fixed the role: a provider call is accounted as the provider's.
+        purpose = request.purpose
         step = self.step_source()
         started = time.perf_counter()
         try:
-            answer = self.inner.complete(
-                messages,
-                schema=schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                role=self.role,
-                purpose=purpose,
-            )
+            answer = replace(request, role=self.role).send(self.inner)
         except ModelFailure as failure:
             if not failure.latency_s:
                 failure.latency_s = time.perf_counter() - started

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pos_agent.envs._episode import BudgetedEnvironment
@@ -69,6 +70,19 @@ def _already_closed() -> None:
     return None
 
 
+def seed_in_split(
+    seed: int | None, offered: Iterable[Any], refusal: Callable[[list[int]], str]
+) -> int:
+    """`seed` when the split `offered` it, the split's first one when None; otherwise EnvError
+    with `refusal(the offered ones)`."""
+    choices = [int(choice) for choice in offered]
+    if seed is None:
+        return choices[0]
+    if seed not in choices:
+        raise EnvError(refusal(choices))
+    return seed
+
+
 class JvmEnvironment(BudgetedEnvironment):
     """What the Java-backed adapters share: a py4j backend process, a gold path walked by the
     expert, restart after a crash, and a close that stops the JVM.
@@ -84,6 +98,20 @@ class JvmEnvironment(BudgetedEnvironment):
 
     def _start_backend(self) -> Any:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _starting(self) -> Iterator[None]:
+        """Start the backend with no gold path walked yet; when the block (choosing and loading
+        the task) fails, the JVM is stopped again before the error goes on."""
+        self._gold = []
+        self._gold_position = 0
+        self._on_gold_path = True
+        self._backend = self._start_backend()
+        try:
+            yield
+        except BaseException:
+            stop_backend(self._backend)
+            raise
 
     def _load(self) -> None:
         raise NotImplementedError

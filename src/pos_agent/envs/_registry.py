@@ -260,6 +260,22 @@ _LOCA_OPTIONS = frozenset(
     }
 )
 
+
+def _rca_entry(name: str, summary: str, aliases: tuple[str, ...] = ()) -> EnvEntry:
+    """An RCA environment: the RCA100 and the Nezha cases share the tools and the options."""
+    return EnvEntry(
+        name,
+        _make_rca,
+        _rca_tasks,
+        options=frozenset({"data_dir", "max_tool_calls"}),
+        list_options=frozenset({"data_dir"}),
+        extra="diagnosis",
+        modules=("pyarrow",),
+        aliases=aliases,
+        summary=summary,
+    )
+
+
 _ENTRIES: dict[str, EnvEntry] = {
     entry.name: entry
     for entry in (
@@ -312,26 +328,9 @@ _ENTRIES: dict[str, EnvEntry] = {
             model_roles=_clindiag_roles,
             summary="clinical diagnosis from case records",
         ),
-        EnvEntry(
-            "rca",
-            _make_rca,
-            _rca_tasks,
-            options=frozenset({"data_dir", "max_tool_calls"}),
-            list_options=frozenset({"data_dir"}),
-            extra="diagnosis",
-            modules=("pyarrow",),
-            summary="root-cause analysis on RCA100-layout case folders",
-        ),
-        EnvEntry(
-            "rca-nezha",
-            _make_rca,
-            _rca_tasks,
-            options=frozenset({"data_dir", "max_tool_calls"}),
-            list_options=frozenset({"data_dir"}),
-            extra="diagnosis",
-            modules=("pyarrow",),
-            aliases=("rca_nezha", "nezha"),
-            summary="root-cause analysis on the Nezha cases",
+        _rca_entry("rca", "root-cause analysis on RCA100-layout case folders"),
+        _rca_entry(
+            "rca-nezha", "root-cause analysis on the Nezha cases", aliases=("rca_nezha", "nezha")
         ),
         EnvEntry(
             "loca",

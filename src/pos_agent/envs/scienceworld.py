@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from pos_agent.envs._episode import BackendResult
-from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
+from pos_agent.envs._jvm import JvmEnvironment, require_java, seed_in_split
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "scienceworld"
@@ -104,17 +104,9 @@ class ScienceWorldEnvironment(JvmEnvironment):
         )
         require_java(ENV_NAME)
         self.simplifications = simplifications
-        self._backend: Any = None
-        self._gold: list[str] = []
-        self._gold_position = 0
-        self._on_gold_path = True
-        self._backend = self._start_backend()
-        try:
+        with self._starting():
             self.variation = self._choose_variation(seed)
             self._load()
-        except BaseException:
-            stop_backend(self._backend)
-            raise
 
     def _start_backend(self) -> Any:
         module = _import_scienceworld()
@@ -131,15 +123,14 @@ class ScienceWorldEnvironment(JvmEnvironment):
             "dev": self._backend.get_variations_dev,
             "test": self._backend.get_variations_test,
         }[self.split]
-        variations = [int(v) for v in getter()]
-        if seed is None:
-            return variations[0]
-        if seed not in variations:
-            raise EnvError(
+        return seed_in_split(
+            seed,
+            getter(),
+            lambda variations: (
                 f"Variation {seed} is not in the {self.split} split of ScienceWorld task "
                 f"{self.task_id!r}; choose one of {_describe_variations(variations)}."
-            )
-        return seed
+            ),
+        )
 
     def _load(self) -> None:
         self._backend.load(

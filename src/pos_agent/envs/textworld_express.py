@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_agent.envs._episode import BackendResult
-from pos_agent.envs._jvm import JvmEnvironment, require_java, stop_backend
+from pos_agent.envs._jvm import JvmEnvironment, require_java, seed_in_split
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
 ENV_NAME = "textworld-express"
@@ -146,18 +146,10 @@ class TextWorldExpressEnvironment(JvmEnvironment):
         )
         require_java(ENV_NAME)
         self.game_params = {**DEFAULT_GAME_PARAMS.get(game, {}), **parse_game_params(game_params)}
-        self._backend: Any = None
-        self._gold: list[str] = []
-        self._gold_position = 0
-        self._on_gold_path = True
         self._valid: list[str] = []
-        self._backend = self._start_backend()
-        try:
+        with self._starting():
             self._load()
             self.seed = self._choose_seed(seed)
-        except BaseException:
-            stop_backend(self._backend)
-            raise
 
     def _start_backend(self) -> Any:
         module = _import_twx()
@@ -178,15 +170,14 @@ class TextWorldExpressEnvironment(JvmEnvironment):
             "dev": self._backend.getValidSeedsDev,
             "test": self._backend.getValidSeedsTest,
         }[self.split]
-        seeds = [int(s) for s in getter()]
-        if seed is None:
-            return seeds[0]
-        if seed not in seeds:
-            raise EnvError(
+        return seed_in_split(
+            seed,
+            getter(),
+            lambda seeds: (
                 f"Seed {seed} is not in the TextWorldExpress {self.split} split; "
                 f"choose one of {seeds[0]}-{seeds[-1]}."
-            )
-        return seed
+            ),
+        )
 
     def _extra(self) -> dict[str, Any]:
         return {

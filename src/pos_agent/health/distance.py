@@ -39,6 +39,15 @@ class WorldKeys:
         """No record at all: a projection that found nothing of the gap in this world."""
         return not (self.entities or self.states or self.relations)
 
+    def by_kind(self, other: WorldKeys) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+        """This world's and `other`'s key sets, paired per record kind (entity, state,
+        relation)."""
+        return (
+            (self.entities, other.entities),
+            (self.states, other.states),
+            (self.relations, other.relations),
+        )
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "entities", _as_frozenset(self.entities))
         object.__setattr__(self, "states", _as_frozenset(self.states))
@@ -77,8 +86,4 @@ def world_distance(a: WorldKeys, b: WorldKeys) -> float:
     """d_W(x, y): the mean of d_J over the entity, state and relation key sets [5b]."""
     if a is b:
         return 0.0
-    return (
-        jaccard_distance(a.entities, b.entities)
-        + jaccard_distance(a.states, b.states)
-        + jaccard_distance(a.relations, b.relations)
-    ) / 3.0
+    return sum(jaccard_distance(mine, theirs) for mine, theirs in a.by_kind(b)) / 3.0

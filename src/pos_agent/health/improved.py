@@ -74,11 +74,7 @@ def changed_keys(a: WorldKeys, b: WorldKeys) -> int:
     """How many record keys differ between two worlds (the size of the symmetric differences)."""
     if a is b:
         return 0
-    return (
-        _difference(a.entities, b.entities)
-        + _difference(a.states, b.states)
-        + _difference(a.relations, b.relations)
-    )
+    return sum(_difference(mine, theirs) for mine, theirs in a.by_kind(b))
 
 
 def _difference(a: frozenset[str], b: frozenset[str]) -> int:

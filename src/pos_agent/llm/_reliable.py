@@ -27,7 +27,15 @@ from pos_agent.llm._structured import (
     with_schema_instruction,
     without_surrogates,
 )
-from pos_agent.llm._types import Completion, Message, ModelFailure, StructuredMode, Usage
+from pos_agent.llm._types import (
+    CallWrapper,
+    Completion,
+    Message,
+    ModelFailure,
+    Request,
+    StructuredMode,
+    Usage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +64,7 @@ class _Spent:
         return "; ".join(dict.fromkeys(self.usage_notes)) or None
 
 
-class ReliableModel:
+class ReliableModel(CallWrapper):
     """A `Model` made of a backend plus the shared reliability logic.
 
     `complete` returns a Completion or raises ModelFailure, never anything else: backend
@@ -101,20 +109,17 @@ class ReliableModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(spec={self.spec!r}, backend={self.backend!r})"
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: type[BaseModel] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        role: str = "",
-        purpose: str = "",
-    ) -> Completion:
+    def answer(self, request: Request) -> Completion:
         started = time.perf_counter()
         try:
             return self._complete(
-                messages, schema, max_tokens, temperature, started, role=role, purpose=purpose
+                request.messages,
+                request.schema,
+                request.max_tokens,
+                request.temperature,
+                started,
+                role=request.role,
+                purpose=request.purpose,
             )
         except ModelFailure as failure:
             failure.model = self.spec

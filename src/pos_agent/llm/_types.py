@@ -175,3 +175,48 @@ class Model(Protocol):
         (act, init, update, audit, ...) say who asks and why: they never change the answer or
         the cache key, but backends and scripted test models can see them."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """The arguments of one `Model.complete` call, as a model that acts around a call sees them."""
+
+    messages: Sequence[Message]
+    schema: type[BaseModel] | None = None
+    max_tokens: int = 512
+    temperature: float = 0.0
+    role: str = ""
+    purpose: str = ""
+
+    def send(self, model: Model) -> Completion:
+        """The same call made to `model`."""
+        return model.complete(
+            self.messages,
+            schema=self.schema,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            role=self.role,
+            purpose=self.purpose,
+        )
+
+
+class CallWrapper:
+    """A model whose `complete` is `answer(Request)`: one signature for every model that
+    times, accounts or guards the calls it passes on."""
+
+    spec: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        role: str = "",
+        purpose: str = "",
+    ) -> Completion:
+        return self.answer(Request(messages, schema, max_tokens, temperature, role, purpose))
+
+    def answer(self, request: Request) -> Completion:
+        raise NotImplementedError

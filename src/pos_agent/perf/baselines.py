@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.methods import METHODS as AGENT_METHODS
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
@@ -41,7 +39,7 @@ from pos_agent.agents.raw import RawAgent
 from pos_agent.bench.suite import load_suite
 from pos_agent.envs import Observation, TaskKind, make_env
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
-from pos_agent.llm import Completion, Message, ScriptedModel, TokenLedger
+from pos_agent.llm import CallWrapper, Completion, Request, ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
 from pos_agent.roles.limits import role_limits
 
@@ -323,7 +321,7 @@ def turns_after(context: str, marker: str) -> int:
     return context.rsplit(marker, 1)[-1].count("[step ")
 
 
-class TimedModel:
+class TimedModel(CallWrapper):
     """A model that tells the probe how long its calls take and when a decision starts."""
 
     def __init__(self, inner: ScriptedModel, probe: Probe) -> None:
@@ -331,30 +329,14 @@ class TimedModel:
         self.spec = BACKBONE
         self.probe = probe
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: type[BaseModel] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        role: str = "",
-        purpose: str = "",
-    ) -> Completion:
+    def answer(self, request: Request) -> Completion:
         started = time.perf_counter()
         model_at_start = self.probe.model_seconds
         try:
-            answer = self.inner.complete(
-                messages,
-                schema=schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                role=role,
-                purpose=purpose,
-            )
+            answer = request.send(self.inner)
         finally:
             self.probe.model_seconds += time.perf_counter() - started
-        if (role, purpose) in DECISIONS:
+        if (request.role, request.purpose) in DECISIONS:
             self.probe.decision = (started, model_at_start, answer.usage.prompt_tokens)
         return answer
 

@@ -71,7 +71,22 @@ def _normalized(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-class OpenHandsRules:
+class _Rules:
+    """A rule set: what it keeps of the run starts empty (`reset`), and `step` judges each step."""
+
+    name: str
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    def step(self, step: RuleStep) -> Alarm:
+        raise NotImplementedError
+
+
+class OpenHandsRules(_Rules):
     """The OpenHands SDK's `StuckDetector`: the last 20 events (10 action-observation steps).
 
     Stuck when: the same action with the same observation 4 times in a row; the same action
@@ -88,9 +103,6 @@ class OpenHandsRules:
     SAME_ERROR = 3
     SAME_MESSAGE = 3
     ALTERNATION = 6
-
-    def __init__(self) -> None:
-        self.reset()
 
     def reset(self) -> None:
         self._history: deque[tuple[str, str, bool]] = deque(maxlen=self.EVENTS // 2)
@@ -129,7 +141,7 @@ class OpenHandsRules:
         return NO_ALARM
 
 
-class GeminiCliRules:
+class GeminiCliRules(_Rules):
     """Gemini CLI's `loopDetectionService`, its deterministic checks.
 
     Looping when a sequence of 1-5 tool calls (name and arguments) has been repeated 5 times in
@@ -145,9 +157,6 @@ class GeminiCliRules:
     LONGEST = 5
     CHUNK = 50
     CHUNK_REPEATS = 10
-
-    def __init__(self) -> None:
-        self.reset()
 
     def reset(self) -> None:
         self._calls: list[str] = []
@@ -207,7 +216,7 @@ class GeminiCliRules:
         return looping
 
 
-class OpenRouterRules:
+class OpenRouterRules(_Rules):
     """OpenRouter agent SDK's `doomLoop` ladder on identical tool calls.
 
     Each tool has a streak: calling it with the same inputs as its previous call adds one,
@@ -221,9 +230,6 @@ class OpenRouterRules:
     OBSERVE = 2
     BLOCK = 3
     STOP = 6
-
-    def __init__(self) -> None:
-        self.reset()
 
     def reset(self) -> None:
         self._last: dict[str, str] = {}
@@ -242,7 +248,7 @@ class OpenRouterRules:
         return NO_ALARM
 
 
-class HashedCallRules:
+class HashedCallRules(_Rules):
     """A loop-stopping proxy (LoopShield and others): a hash of tool name plus arguments.
 
     The proxy keeps the hashes of the last 10 calls; when one hash is there 3 times, it answers
@@ -253,9 +259,6 @@ class HashedCallRules:
     name = "hashed-call proxy"
     WINDOW = 10
     THRESHOLD = 3
-
-    def __init__(self) -> None:
-        self.reset()
 
     def reset(self) -> None:
         self._recent: deque[str] = deque(maxlen=self.WINDOW)
@@ -271,13 +274,10 @@ class HashedCallRules:
         return Alarm(True, "static" if in_a_row else "cycle", "block")
 
 
-class AgentBoardRules:
+class AgentBoardRules(_Rules):
     """AgentBoard's rules: the same action 3 times in a row, or 3 unparsable actions in a row."""
 
     name = "AgentBoard rules"
-
-    def __init__(self) -> None:
-        self.reset()
 
     def reset(self) -> None:
         self._recent: deque[tuple[str, bool]] = deque(maxlen=3)

@@ -240,19 +240,12 @@ class WorkerPool:
                 return self._check(worker)
             worker.process.join(timeout=5)
             code = worker.process.exitcode
-            self._retire(worker)
             how = (
                 f"killed by signal {-code}"
                 if code is not None and code < 0
                 else f"exited with code {code}"
             )
-            return TaskResult(
-                key,
-                error=f"the worker died ({how})",
-                worker=worker.number,
-                seconds=seconds,
-                peak_mb=worker.peak_mb,
-            )
+            return self._lost(worker, key, f"the worker died ({how})", seconds)
         value, error, peak_mb, retiring = message
         worker.peak_mb = max(worker.peak_mb, peak_mb)
         if retiring:  # it keeps too much memory from this task: a fresh process takes over
@@ -283,13 +276,13 @@ class WorkerPool:
             return None
         key = worker.task.key
         self._stop(worker, kill=True)
+        return self._lost(worker, key, f"the worker was stopped: {reason}", seconds)
+
+    def _lost(self, worker: _Worker, key: str, error: str, seconds: float) -> TaskResult:
+        """Retire a worker that died or was stopped; the failed result of its task."""
         self._retire(worker)
         return TaskResult(
-            key,
-            error=f"the worker was stopped: {reason}",
-            worker=worker.number,
-            seconds=seconds,
-            peak_mb=worker.peak_mb,
+            key, error=error, worker=worker.number, seconds=seconds, peak_mb=worker.peak_mb
         )
 
     def _note_peak(self, worker: _Worker, result: TaskResult) -> None:

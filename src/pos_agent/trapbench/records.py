@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 CORPUS_VERSION = 1
 
@@ -136,15 +138,21 @@ def dump_trajectories(trajectories: Iterable[Trajectory]) -> str:
     return "".join(t.model_dump_json() + "\n" for t in trajectories)
 
 
-def load_trajectories(path: Path) -> list[Trajectory]:
-    """Read a JSONL file of trajectories; raises ValueError naming the bad line."""
-    trajectories = []
+def load_records(path: Path, record: type[RecordT], what: str) -> list[RecordT]:
+    """Read a JSONL file of `record`s; raises ValueError naming the bad line (`what` names
+    what the line should have been)."""
+    records = []
     with path.open(encoding="utf-8") as stream:
         for number, line in enumerate(stream, 1):
             if not line.strip():
                 continue
             try:
-                trajectories.append(Trajectory.model_validate(json.loads(line)))
+                records.append(record.model_validate(json.loads(line)))
             except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not a trajectory record ({exc})") from exc
-    return trajectories
+                raise ValueError(f"{path}:{number}: not {what} ({exc})") from exc
+    return records
+
+
+def load_trajectories(path: Path) -> list[Trajectory]:
+    """Read a JSONL file of trajectories; raises ValueError naming the bad line."""
+    return load_records(path, Trajectory, "a trajectory record")

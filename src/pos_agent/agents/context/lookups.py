@@ -66,45 +66,44 @@ def decide_with_lookups(
 # step (tens of milliseconds). An id that is not there is refused, as in text.
 
 
-def glimpse_tool(per_step: int) -> dict[str, Any]:
-    """The `glimpse` pseudo-tool offered in tool environments."""
+def _pseudo_tool(name: str, what: str, argument: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A pseudo-tool of one required `argument`; `what` says what it shows."""
     return {
-        "name": GLIMPSE,
-        "description": (
-            "Read one older step (chunk) in full before you act. Not an environment action: "
-            f"it costs no budget; at most {per_step} per step."
-        ),
+        "name": name,
+        "description": what,
         "parameters": {
             "type": "object",
-            "properties": {
-                "chunk": {"type": "integer", "minimum": 1, "description": "The chunk number."}
-            },
-            "required": ["chunk"],
+            "properties": {argument: schema},
+            "required": [argument],
         },
     }
+
+
+def glimpse_tool(per_step: int) -> dict[str, Any]:
+    """The `glimpse` pseudo-tool offered in tool environments."""
+    return _pseudo_tool(
+        GLIMPSE,
+        "Read one older step (chunk) in full before you act. Not an environment action: "
+        f"it costs no budget; at most {per_step} per step.",
+        "chunk",
+        {"type": "integer", "minimum": 1, "description": "The chunk number."},
+    )
 
 
 def retrieve_tool(per_step: int) -> dict[str, Any]:
     """The `retrieve` pseudo-tool offered in tool environments."""
-    return {
-        "name": RETRIEVE,
-        "description": (
-            "Show completed subgoals' full trajectories again (until the next subgoal) before "
-            f"you act. Not an environment action: it costs no budget; at most {per_step} per step."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "subgoals": {
-                    "type": "array",
-                    "items": {"type": "integer", "minimum": 1},
-                    "minItems": 1,
-                    "description": "Completed subgoal numbers.",
-                }
-            },
-            "required": ["subgoals"],
+    return _pseudo_tool(
+        RETRIEVE,
+        "Show completed subgoals' full trajectories again (until the next subgoal) before "
+        f"you act. Not an environment action: it costs no budget; at most {per_step} per step.",
+        "subgoals",
+        {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "minItems": 1,
+            "description": "Completed subgoal numbers.",
         },
-    }
+    )
 
 
 def _lookup_call_text(call: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ A question tool is answered by the provider from its own section only (never the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pos_agent.envs.tools import ToolCall, ToolSpec, object_schema, string_param
 
@@ -32,87 +33,76 @@ class RecordTool:
     query: SectionQuery
 
 
+def _record_tool(
+    name: str,
+    description: str,
+    asks: Literal["question", "test"],
+    example: str,
+    section: str,
+    label: str,
+    not_found: str,
+) -> RecordTool:
+    """A tool with one argument, `asks`: a free question (history, examination) is answered by
+    up to three sentences of its section, an ordered test by up to two of its results."""
+    free_question = asks == "question"
+    return RecordTool(
+        ToolSpec(name, description, object_schema([asks], **{asks: string_param(example)})),
+        SectionQuery(
+            section,
+            label,
+            per_sentence=free_question,
+            max_items=3 if free_question else 2,
+            not_found=not_found,
+        ),
+    )
+
+
 RECORD_TOOLS: tuple[RecordTool, ...] = (
-    RecordTool(
-        ToolSpec(
-            "ask_history",
-            "Ask the patient one history question (complaint, present illness, past, family, "
-            "social history).",
-            object_schema(
-                ["question"],
-                question=string_param("One question, e.g. 'Any recent travel or sick contacts?'"),
-            ),
-        ),
-        SectionQuery(
-            "medical_history",
-            "History",
-            per_sentence=True,
-            max_items=3,
-            not_found="The record holds no history that answers this question.",
-        ),
+    _record_tool(
+        "ask_history",
+        "Ask the patient one history question (complaint, present illness, past, family, "
+        "social history).",
+        "question",
+        "One question, e.g. 'Any recent travel or sick contacts?'",
+        "medical_history",
+        "History",
+        "The record holds no history that answers this question.",
     ),
-    RecordTool(
-        ToolSpec(
-            "ask_physical_exam",
-            "Ask for one physical-examination finding or the vital signs.",
-            object_schema(
-                ["question"],
-                question=string_param("What to examine, e.g. 'abdominal examination'."),
-            ),
-        ),
-        SectionQuery(
-            "physical_examination",
-            "Physical examination",
-            per_sentence=True,
-            max_items=3,
-            not_found="The record holds no examination finding that answers this question.",
-        ),
+    _record_tool(
+        "ask_physical_exam",
+        "Ask for one physical-examination finding or the vital signs.",
+        "question",
+        "What to examine, e.g. 'abdominal examination'.",
+        "physical_examination",
+        "Physical examination",
+        "The record holds no examination finding that answers this question.",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_lab_test",
-            "Order one laboratory test and get its result.",
-            object_schema(
-                ["test"], test=string_param("The one test to order, e.g. 'complete blood count'.")
-            ),
-        ),
-        SectionQuery(
-            "laboratory_test",
-            "Laboratory test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this laboratory test in the record (not performed or not "
-            "reported).",
-        ),
+    _record_tool(
+        "order_lab_test",
+        "Order one laboratory test and get its result.",
+        "test",
+        "The one test to order, e.g. 'complete blood count'.",
+        "laboratory_test",
+        "Laboratory test",
+        "No result for this laboratory test in the record (not performed or not reported).",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_radiographic_test",
-            "Order one imaging study (X-ray, CT, MRI, ultrasound, ...) and get its report.",
-            object_schema(["test"], test=string_param("The imaging study, e.g. 'chest CT'.")),
-        ),
-        SectionQuery(
-            "radiographic_test",
-            "Radiographic test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this imaging study in the record (not performed or not "
-            "reported).",
-        ),
+    _record_tool(
+        "order_radiographic_test",
+        "Order one imaging study (X-ray, CT, MRI, ultrasound, ...) and get its report.",
+        "test",
+        "The imaging study, e.g. 'chest CT'.",
+        "radiographic_test",
+        "Radiographic test",
+        "No result for this imaging study in the record (not performed or not reported).",
     ),
-    RecordTool(
-        ToolSpec(
-            "order_other_test",
-            "Order one other test (ECG, biopsy, endoscopy, pathology, genetic test, ...).",
-            object_schema(["test"], test=string_param("The test, e.g. 'skin biopsy'.")),
-        ),
-        SectionQuery(
-            "other_test",
-            "Other test",
-            per_sentence=False,
-            max_items=2,
-            not_found="No result for this test in the record (not performed or not reported).",
-        ),
+    _record_tool(
+        "order_other_test",
+        "Order one other test (ECG, biopsy, endoscopy, pathology, genetic test, ...).",
+        "test",
+        "The test, e.g. 'skin biopsy'.",
+        "other_test",
+        "Other test",
+        "No result for this test in the record (not performed or not reported).",
     ),
 )
 SECTION_QUERIES: dict[str, SectionQuery] = {tool.spec.name: tool.query for tool in RECORD_TOOLS}

@@ -6,11 +6,11 @@ so `make` rebuilds it whole every time (nothing to resume).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 from pos_agent.trace import write_text_atomic
+from pos_agent.trapbench.records import load_records
 from pos_agent.trapbench.toolagent.generate import make_corpus
 from pos_agent.trapbench.toolagent.records import ToolManifest, ToolTrajectory
 
@@ -42,13 +42,4 @@ def write_tools_corpus(out: Path, count: int, seed: int) -> tuple[Path, ToolMani
 
 def load_tool_trajectories(path: Path) -> list[ToolTrajectory]:
     """Read a JSONL file of tool trajectories; raises ValueError naming the bad line."""
-    trajectories = []
-    with path.open(encoding="utf-8") as stream:
-        for number, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            try:
-                trajectories.append(ToolTrajectory.model_validate(json.loads(line)))
-            except ValueError as exc:
-                raise ValueError(f"{path}:{number}: not a tool trajectory ({exc})") from exc
-    return trajectories
+    return load_records(path, ToolTrajectory, "a tool trajectory")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
     Result,
@@ -450,19 +450,6 @@ class FailingTests(Task):
             if rng.random() < 0.3:  # a test file that does not exist, asked for again and again
                 run = Call("run_tests", {"path": f"tests/test_{first.template.module}_api.py"})
             return [run] * rng.randint(6, 12)
-        if kind == "alternation":
-            return alternate(run, test, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                test,
-                Call("read_file", {"path": "tests/conftest.py"}),
-                run,
-                Call("list_dir", {"path": "tests"}),
-                Call("read_file", {"path": "src/app/settings.py"}),
-            ]
-            if point == "S2":
-                pool.append(Call("read_file", {"path": first.path}))
-            return cycle(pool, rng)
         if kind == "semantic" and point == "S1":
             calls: list[Call] = []
             keys = rng.sample(list(SETTINGS), 2)
@@ -496,4 +483,13 @@ class FailingTests(Task):
                     Call("read_file", {"path": first.test_file, "start": 1, "end": 4 + attempt})
                 )
             return calls
-        return None
+        pool = [
+            test,
+            Call("read_file", {"path": "tests/conftest.py"}),
+            run,
+            Call("list_dir", {"path": "tests"}),
+            Call("read_file", {"path": "src/app/settings.py"}),
+        ]
+        if point == "S2":
+            pool.append(Call("read_file", {"path": first.path}))
+        return paired_or_cycled(kind, rng, (run, test), pool)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     SEARCH_PAGE,
     Call,
@@ -185,15 +185,11 @@ class Migration(Task):
                     {"path": path, "old": self.old, "new": self.new, "replace_all": True},
                 )
             return [first] * rng.randint(6, 12)
-        if kind == "alternation":
-            return alternate(first, other, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                first,
-                Call("read_file", {"path": self.guide}),
-                Call("read_file", {"path": "src/app/net/http_client.py"}),
-                Call("list_dir", {"path": "src/app"}),
-                other,
-            ]
-            return cycle(pool, rng)
-        return None
+        pool = [
+            first,
+            Call("read_file", {"path": self.guide}),
+            Call("read_file", {"path": "src/app/net/http_client.py"}),
+            Call("list_dir", {"path": "src/app"}),
+            other,
+        ]
+        return paired_or_cycled(kind, rng, (first, other), pool)

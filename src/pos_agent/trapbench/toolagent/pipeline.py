@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
+    PollingTask,
     Result,
     SafePoint,
-    Task,
     Workspace,
     fact,
 )
@@ -43,7 +43,7 @@ class Job:
         return len(self.ticks)
 
 
-class Pipeline(Task):
+class Pipeline(PollingTask):
     name = "pipeline"
     SUMMARY = "reports/orders_summary.json"
 
@@ -58,8 +58,6 @@ class Pipeline(Task):
         self.jobs: dict[str, Job] = {}
         self.ids = [ws.noise.hex(8) for _ in range(24)]
         self.failure_seen = self.missing_known = self.summary_read = False
-        self.hang_armed = False
-        self.hang_length = 0
         self.extract_ticks = rng.randint(4, 7)
         self.load_ticks = rng.randint(4, 7)
         self.rows = rng.randint(40_000, 400_000)
@@ -283,13 +281,6 @@ class Pipeline(Task):
             body = f"cancelled after {elapsed}"
         return Result(f"{head}\n{body}\nchecked at {noise.iso()}")
 
-    def arm_polling(self, point: str, polls: int) -> bool:
-        if point != "S1":
-            return False
-        self.hang_armed = True
-        self.hang_length = polls
-        return True
-
     def flow(self) -> Iterator[Call | SafePoint]:
         load = {"pipeline": "load_orders", "params": {"date": self.date}}
         first = self.ids[0]
@@ -341,17 +332,6 @@ class Pipeline(Task):
                     Call("job_status", {"job_id": target, "attempt": i + 2}) for i in range(count)
                 ]
             return [status] * rng.randint(6, 12)
-        if kind == "alternation":
-            return alternate(status, log, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                status,
-                log,
-                Call("read_file", {"path": "docs/pipelines/load_orders.md"}),
-                Call("read_file", {"path": "etl/pipelines.yaml"}),
-                Call("search", {"query": "load_orders"}),
-            ]
-            return cycle(pool, rng)
         if kind == "semantic" and point == "S1":
             variants = [
                 {"date": self.date, "batch_size": 1000},
@@ -371,7 +351,14 @@ class Pipeline(Task):
                 if attempt % 2 == 1:
                     calls.append(Call("read_file", {"path": f"logs/jobs/{job}.log"}))
             return calls
-        return None
+        pool = [
+            status,
+            log,
+            Call("read_file", {"path": "docs/pipelines/load_orders.md"}),
+            Call("read_file", {"path": "etl/pipelines.yaml"}),
+            Call("search", {"query": "load_orders"}),
+        ]
+        return paired_or_cycled(kind, rng, (status, log), pool)
 
     def _last_load(self) -> str:
         loads = [j.id for j in self.jobs.values() if j.pipeline == "load_orders"]

@@ -10,18 +10,18 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from pos_agent.trapbench.toolagent.traps import alternate, cycle
+from pos_agent.trapbench.toolagent.traps import paired_or_cycled
 from pos_agent.trapbench.toolagent.workspace import (
     Call,
+    PollingTask,
     Result,
     SafePoint,
-    Task,
     Workspace,
     fact,
 )
 
 
-class Service(Task):
+class Service(PollingTask):
     name = "service"
     ENV = "deploy/api.env"
     LOG = "logs/api/app.log"
@@ -63,8 +63,6 @@ class Service(Task):
         self.restarted = self.hung = self.verified = False
         self.restarts = 0
         self.pid = ws.noise.pid()
-        self.hang_armed = False
-        self.hang_length = 0
         self.goal_text = f"get {self.URL} to answer 200"
 
     def _env_lines(self) -> list[str]:
@@ -230,13 +228,6 @@ class Service(Task):
             f"Starting api ... done (pid {self.pid}) at {noise.iso()} [{noise.seconds(0.3, 2.5)}]"
         )
 
-    def arm_polling(self, point: str, polls: int) -> bool:
-        if point != "S1":
-            return False
-        self.hang_armed = True
-        self.hang_length = polls
-        return True
-
     def flow(self) -> Iterator[Call | SafePoint]:
         health = Call("http_request", {"method": "GET", "url": self.URL})
         yield health
@@ -282,18 +273,6 @@ class Service(Task):
                 )
             return [health] * rng.randint(6, 12)
         env = Call("read_file", {"path": self.ENV})
-        if kind == "alternation":
-            return alternate(health, env, rng.randint(6, 12))
-        if kind == "cycle":
-            pool = [
-                health,
-                env,
-                Call("restart_service", {"name": "nginx"}),
-                Call("list_dir", {"path": "deploy"}),
-            ]
-            if point == "S2":
-                pool.append(Call("read_file", {"path": self.COMPOSE}))
-            return cycle(pool, rng)
         if kind == "semantic" and point == "S1":
             calls: list[Call] = []
             current = dict(self.env)
@@ -317,4 +296,12 @@ class Service(Task):
                 calls.append(Call("restart_service", {"name": "api"}))
                 calls.append(health)
             return calls
-        return None
+        pool = [
+            health,
+            env,
+            Call("restart_service", {"name": "nginx"}),
+            Call("list_dir", {"path": "deploy"}),
+        ]
+        if point == "S2":
+            pool.append(Call("read_file", {"path": self.COMPOSE}))
+        return paired_or_cycled(kind, rng, (health, env), pool)

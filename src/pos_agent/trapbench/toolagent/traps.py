@@ -17,3 +17,15 @@ def cycle(pool: list[Call], rng: random.Random) -> list[Call]:
     calls = rng.sample(pool, period)
     rounds = rng.choice([2, 3]) if period > 3 else 3
     return [calls[i % period] for i in range(period * rounds)]
+
+
+def paired_or_cycled(
+    kind: str, rng: random.Random, pair: tuple[Call, Call], pool: list[Call]
+) -> list[Call] | None:
+    """The alternation (`pair` taking turns for 6-12 steps) or cycle (from `pool`) trap segment
+    of a task; None for any other kind."""
+    if kind == "alternation":
+        return alternate(*pair, rng.randint(6, 12))
+    if kind == "cycle":
+        return cycle(pool, rng)
+    return None

@@ -121,6 +121,21 @@ class Task:
         return False
 
 
+class PollingTask(Task):
+    """A task with a wait after safe point S1 that a polling trap can make hang: `arm_polling`
+    sets `hang_armed` (the next wait hangs) and `hang_length` (for how many polls)."""
+
+    hang_armed = False
+    hang_length = 0
+
+    def arm_polling(self, point: str, polls: int) -> bool:
+        if point != "S1":
+            return False
+        self.hang_armed = True
+        self.hang_length = polls
+        return True
+
+
 @dataclass
 class Workspace:
     noise: Noise

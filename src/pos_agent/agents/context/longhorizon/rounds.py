@@ -264,9 +264,10 @@ class _Episode:
         ]
         return prompts.audit_block(cited, self.settings.related_report_chars) if cited else ""
 
-    def execute(self, round_: Round) -> None:
+    def role_base(self, round_: Round) -> str:
+        """The context the executor and the auditor of a round both start from."""
         assert round_.plan is not None
-        base = prompts.role_context(
+        return prompts.role_context(
             self.task,
             round_.plan,
             round_.manager_text or "",
@@ -274,26 +275,17 @@ class _Episode:
             self.contract,
             self.related_reports(round_.plan),
         )
-        for _ in range(self.settings.executor_actions):
-            if self.actions_left() <= 0 or self.observation.done:
-                break
-            view = executor_view(self.observation)
-            action = self.harness.decide(
-                DecisionRequest(
-                    "executor",
-                    "act",
-                    prompts.executor_context(base, round_.executor_turns),
-                    view,
-                    self.actions,
-                )
-            )
-            if action is None or not allowed(action, view):
-                break
-            real, finished = split_finish(action)
-            if real is not None:
-                round_.executor_turns.append(self.act("executor", real))
-            if finished or real is None:
-                break
+
+    def execute(self, round_: Round) -> None:
+        base = self.role_base(round_)
+        self.role_turns(
+            "executor",
+            "act",
+            self.settings.executor_actions,
+            lambda: executor_view(self.observation),
+            lambda: prompts.executor_context(base, round_.executor_turns),
+            round_.executor_turns,
+        )
         report = self.harness.caller.text(
             "executor",
             "report",
@@ -305,39 +297,18 @@ class _Episode:
     # -- auditor ----------------------------------------------------------------------------------
 
     def audit(self, round_: Round) -> None:
-        assert round_.plan is not None
-        base = prompts.role_context(
-            self.task,
-            round_.plan,
-            round_.manager_text or "",
-            self.state,
-            self.contract,
-            self.related_reports(round_.plan),
-        )
+        base = self.role_base(round_)
         claim = (round_.executor_report or "")[: self.settings.executor_output_chars]
-        for _ in range(self.settings.auditor_queries):
-            if self.actions_left() <= 0 or self.observation.done:
-                break
-            view = auditor_view(self.observation, self.harness.family)
-            action = self.harness.decide(
-                DecisionRequest(
-                    "auditor",
-                    "query",
-                    prompts.auditor_context(
-                        base, claim, self.observation.text, round_.auditor_turns
-                    ),
-                    view,
-                    self.actions,
-                )
-            )
-            if action is None or not allowed(action, view):
-                break
-            real, finished = split_finish(action)
-            if real is not None:
-                round_.auditor_turns.append(self.act("auditor", real))
-                self.queries += 1
-            if finished or real is None:
-                break
+        self.queries += self.role_turns(
+            "auditor",
+            "query",
+            self.settings.auditor_queries,
+            lambda: auditor_view(self.observation, self.harness.family),
+            lambda: prompts.auditor_context(
+                base, claim, self.observation.text, round_.auditor_turns
+            ),
+            round_.auditor_turns,
+        )
         messages = prompts.auditor_report_messages(
             base, claim, self.observation.text, round_.auditor_turns
         )
@@ -354,6 +325,36 @@ class _Episode:
             )
             text = repaired if repaired is not None else text
         round_.audit = parse_audit_report(text or "(the auditor gave no report)", round_.number)
+
+    def role_turns(
+        self,
+        role: str,
+        purpose: str,
+        limit: int,
+        view_of: Callable[[], Observation],
+        context_of: Callable[[], str],
+        turns: list[Turn],
+    ) -> int:
+        """Let `role` act up to `limit` times on its restricted view, appending each action it
+        takes to `turns`; it stops at a finish, an action its view does not offer, or the end
+        of the budget or the episode. Returns how many actions it took."""
+        taken = 0
+        for _ in range(limit):
+            if self.actions_left() <= 0 or self.observation.done:
+                break
+            view = view_of()
+            action = self.harness.decide(
+                DecisionRequest(role, purpose, context_of(), view, self.actions)
+            )
+            if action is None or not allowed(action, view):
+                break
+            real, finished = split_finish(action)
+            if real is not None:
+                turns.append(self.act(role, real))
+                taken += 1
+            if finished or real is None:
+                break
+        return taken
 
     # -- environment ------------------------------------------------------------------------------
 

@@ -731,3 +731,33 @@ def test_a_real_models_prompts_show_the_whole_belief(tmp_path: Any) -> None:
     run(script, tmp_path, env=KitchenEnv(max_steps=1))
     for prompt in (script.of("policy")[0].user, script.of("update")[0].user):
         assert "- e45 object 44" in prompt and "more entities not shown" not in prompt
+
+
+class BigRoom(KitchenEnv):
+    """A room with 90 admissible actions, listed as the environment gives them."""
+
+    BIG = [f"take object {i} from shelf 1" for i in range(80)] + [
+        f"put mug 1 in/on shelf {i}" for i in range(10)
+    ]
+
+    def _backend_reset(self) -> Any:
+        result = super()._backend_reset()
+        result.admissible_actions = list(self.BIG)
+        return result
+
+
+def test_real_models_see_every_admissible_action_in_order_compact_the_first_60(
+    tmp_path: Any,
+) -> None:
+    from pos_agent.roles.limits import AgentLimits
+
+    script = Script(policy=lambda call: BigRoom.BIG[0])
+    run(script, tmp_path / "standard", env=BigRoom(max_steps=1))
+    prompt = script.of("policy")[0].user
+    listed = [line[2:] for line in prompt.split("Admissible actions:\n")[1].splitlines()]
+    assert listed == BigRoom.BIG, "all 90, in the environment's order"
+    compact = Script(policy=lambda call: BigRoom.BIG[0])
+    limits = AgentLimits.of_profile("compact")
+    run(compact, tmp_path / "compact", env=BigRoom(max_steps=1), limits=limits)
+    prompt = compact.of("policy")[0].user
+    assert "put mug 1 in/on shelf 0" not in prompt and "(+30 more)" in prompt

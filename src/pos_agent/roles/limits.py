@@ -130,6 +130,11 @@ class Profile:
     None renders the whole belief."""
     clips: AuditClips = AuditClips()
     """What the sentinel reads of past observations."""
+    action_list: int | None = None
+    """Admissible actions listed in a prompt, in the environment's order (the schema's enum has
+    them all); None lists every one (real models)."""
+    patch_note: str = ""
+    """A line added to the belief model's instructions (none for real models)."""
 
 
 # Sized for SmolLM2-135M under llama.cpp's grammar: an answer near its bounds still closes its
@@ -154,6 +159,8 @@ COMPACT = Profile(
     render_entities=40,
     # An 8K context holds the audit prompt only with short observations.
     clips=AuditClips(audit_observation_chars=400, global_observation_chars=120, evidence_chars=600),
+    # A prompt with every action of a big room does not fit its 8K window.
+    action_list=60,
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}
@@ -175,6 +182,10 @@ class RoleLimits:
     """Entities of the belief this role's prompts show (None: all)."""
     clips: AuditClips = AuditClips()
     """What this role reads of past observations (used by the sentinel)."""
+    action_list: int | None = None
+    """Admissible actions this role's prompts list (None: all, in the environment's order)."""
+    patch_note: str = ""
+    """A line added to the belief model's instructions (the profile's)."""
 
 
 def role_limits(
@@ -195,6 +206,8 @@ def role_limits(
         chosen.bounds.merged(bounds or {}),
         chosen.render_entities,
         chosen.clips,
+        chosen.action_list,
+        chosen.patch_note,
     )
 
 

@@ -474,6 +474,7 @@ class PosAgent:
                 observation.tools,
                 max_calls=observation.max_calls,
                 observation_chars=self.config.policy_observation_chars,
+                action_limit=limits.action_list,
             ),
             decision_schema(
                 admissible, observation.tools, limits.bounds, max_calls=observation.max_calls

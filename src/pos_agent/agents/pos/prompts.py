@@ -112,6 +112,7 @@ def policy(
     *,
     max_calls: int = 1,
     observation_chars: int | None = None,
+    action_limit: int | None = None,
 ) -> list[Message]:
     parts = [f"Goal: {goal}", f"Belief:\n{belief_text}"]
     if recovery:
@@ -120,5 +121,5 @@ def policy(
         f"Current observation (step {observation.step}):\n"
         + clip(observation.observation, observation_chars)
     )
-    parts.append(actions_block(actions, tools, max_calls))
+    parts.append(actions_block(actions, tools, max_calls, limit=action_limit))
     return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]

@@ -761,3 +761,17 @@ def test_real_models_see_every_admissible_action_in_order_compact_the_first_60(
     run(compact, tmp_path / "compact", env=BigRoom(max_steps=1), limits=limits)
     prompt = compact.of("policy")[0].user
     assert "put mug 1 in/on shelf 0" not in prompt and "(+30 more)" in prompt
+
+
+def test_the_belief_prompt_asks_for_few_ops_only_on_the_compact_profile(tmp_path: Any) -> None:
+    from pos_agent.roles.limits import AgentLimits
+
+    script = Script()
+    run(script, tmp_path / "standard", env=KitchenEnv(max_steps=1))
+    systems = [c.system for c in script.calls if c.kind in ("init", "update")]
+    assert systems and all("few ops" not in s for s in systems)
+    compact = Script()
+    limits = AgentLimits.of_profile("compact")
+    run(compact, tmp_path / "compact", env=KitchenEnv(max_steps=1), limits=limits)
+    systems = [c.system for c in compact.calls if c.kind in ("init", "update")]
+    assert systems and all("goal. Return few ops." in s for s in systems)

@@ -8,7 +8,8 @@ no suite says. The answer schemas put no bound on a real model: its budget bound
 A 135M model is another matter: under constrained decoding it repeats list items and pads strings
 until the budget runs out, and its answers must close within a few hundred tokens to be usable.
 The `compact` profile holds the tight bounds it needs (128 policy tokens, a 60-character thought,
-6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities in a prompt, ...). It is chosen for the embedded model
+6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities and 60 admissible
+actions in a prompt, a "Return few ops." line for the belief model, ...). It is chosen for the embedded model
 (`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
 """
 
@@ -161,6 +162,9 @@ COMPACT = Profile(
     clips=AuditClips(audit_observation_chars=400, global_observation_chars=120, evidence_chars=600),
     # A prompt with every action of a big room does not fit its 8K window.
     action_list=60,
+    # Real models get no such line (it may make them under-record); the 135M model's patches
+    # are bounded by the schema's 6 ops, and the line keeps them short within those.
+    patch_note="Return few ops.",
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}

@@ -289,6 +289,10 @@ class PosAgent:
         initial: bool = False,
     ) -> BeliefPatch | None:
         """One belief-model call answering with a patch (None: the call degraded)."""
+        note = state.limits.belief.patch_note
+        if note:  # the profile's line (compact only), after the instructions
+            system, *rest = messages
+            messages = [Message(system.role, f"{system.content} {note}"), *rest]
         return self.call(
             "belief",
             self.models.belief,

@@ -30,7 +30,8 @@ Answer with a patch: {"ops": [...]} using only these operations:
 - set_active_gap: id
 Rules: refer to existing records by id; new entities by name. One entity has one value per
 attribute; a new value replaces the old one. Mark what an observation shows as observed, with
-its step and a short exact quote. Keep only what matters for the goal. Return few ops."""
+its step and a short exact quote; what no observation shows is inferred. States say what is, not
+what you plan: a plan or an intention is a gap. Keep only what matters for the goal."""
 
 DIAGNOSIS_NOTE = """
 This is a diagnosis task. Keep each candidate answer (diagnosis, root cause) as an inferred state

@@ -85,9 +85,12 @@ def belief_revision(
         f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
         f"Your patch:\n{json.dumps(patch, ensure_ascii=False)}\n\n"
         "Problems found in it:\n"
-        + "\n".join(f"- {f}" for f in findings)
+        + "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
         + (f"\n\nEvidence:\n{evidence}" if evidence else "")
-        + "\n\nReturn a corrected patch against the current belief."
+        + "\n\nReturn the corrected patch against the current belief, with every op you keep. "
+        "A rule finding ([rule name]) is fixed in the patch. An [audit] finding you can show to "
+        'be wrong may be answered instead: add to "answers" its number, the step whose '
+        "observation shows you are right and an exact quote from it, and keep the op."
     )
     return [Message("system", belief_system(diagnostic)), Message("user", user)]
 

@@ -189,3 +189,27 @@ def test_long_horizon_roles_take_the_compact_profiles_policy_budget(tmp_path: Pa
     assert result.settings["policy"]["profile"] == "compact"
     assert result.settings["baseline"]["generation_tokens"] == 128, "not the paper's 512"
     assert result.settings["baseline"]["repair_tokens"] == 128
+
+
+def test_acon_compresses_within_the_clindiag_budget_on_the_offline_data() -> None:
+    """ACON's ClinDiag threshold fires within the 30 calls on real cases (4096 never did, so
+    ACON's row was Raw's)."""
+    from pos_agent.perf.acon_turns import case_turns, first_fire
+
+    data = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "clindiag"
+    if not data.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{data} is missing")
+        pytest.skip(f"{data} is missing")
+    from pos_agent.envs.clindiag.data import ClinDiagData
+
+    for name in ("clindiag-common", "clindiag-all"):
+        stated = load_suite(name).methods["acon"].baseline_options()
+        assert stated == {"threshold_tokens": 512, "summary_tokens": 256}, name
+    settings = acon_settings(benchmark_family("clindiag"))
+    ids = ClinDiagData.locate(data).common_ids()[:8]
+    fires = [
+        first_fire(case_turns(case_id, str(data)), settings.threshold_tokens, 3) for case_id in ids
+    ]
+    # Within the budget: 29 questions before the submission; in every case, by mid-budget.
+    assert all(f is not None and f <= 20 for f in fires), fires

@@ -23,7 +23,8 @@ def memory(script: RoleScript) -> SubgoalMemory:
 
 
 def play(memory: SubgoalMemory, plan: list[tuple[str, str]]) -> None:
-    """(subgoal, action) per step, each action observed as 'You did <action>.'"""
+    """(new subgoal or "" to continue, action) per step, each action observed as
+    'You did <action>.'"""
     for step, (subgoal, action) in enumerate(plan, start=1):
         memory.context()
         memory.set_subgoal(subgoal, step)
@@ -37,9 +38,9 @@ def test_a_new_subgoal_folds_the_previous_one_with_one_cached_summary_call() -> 
         hi,
         [
             ("find the mug", "go to countertop 1"),
-            ("Find the  mug", "take mug 1"),  # the same subgoal, written differently
+            ("", "take mug 1"),  # no new subgoal: the current one goes on
             ("heat the mug", "go to microwave 1"),
-            ("heat the mug", "heat mug 1 with microwave 1"),
+            ("", "heat mug 1 with microwave 1"),
             ("put it in the cabinet", "go to cabinet 1"),
         ],
     )
@@ -90,7 +91,7 @@ def test_retrieve_shows_the_originals_until_the_next_subgoal_and_spends_no_actio
     assert env.steps_used == 1
     # Still shown at the next step under the same subgoal...
     hi.context()
-    hi.set_subgoal("open the cabinet", 4)
+    hi.set_subgoal("", 4)
     assert "You did take mug 1." in hi.view().render()
     # ...and folded again once the next subgoal starts.
     hi.set_subgoal("put the mug in the cabinet", 5)
@@ -119,7 +120,7 @@ def test_a_failed_summary_falls_back_to_the_last_observation_and_empty_subgoals_
     hi.set_subgoal("look around", 1)
     hi.set_subgoal("find the mug", 1)  # replaced before any action: no call
     assert script.calls == []
-    play(hi, [("find the mug", "go to sink 1"), ("heat the mug", "go to microwave 1")])
+    play(hi, [("", "go to sink 1"), ("heat the mug", "go to microwave 1")])
     folded = hi.completed[-1]
     assert folded.summary_failed and folded.summary == "You did go to sink 1."
     assert hi.completed[0].summary == "(no actions were taken for this subgoal)"
@@ -131,3 +132,16 @@ def test_turns_before_the_first_subgoal_stay_in_full() -> None:
     hi.add(Turn(1, "look", "You are in a kitchen."))
     assert "Before the first subgoal:" in hi.context().render()
     assert "No subgoal yet" in hi.context().render()
+
+
+def test_only_an_explicit_new_subgoal_starts_one_whatever_its_wording() -> None:
+    """Upstream opens a subgoal on every `Subgoal:` line and never compares wordings: here a
+    non-empty `new_subgoal` is that line, an empty one continues the current subgoal."""
+    script = RoleScript({"summarizer": numbered("summary")})
+    hi = memory(script)
+    play(hi, [("find the mug", "go to countertop 1"), ("", "take mug 1"), ("", "look")])
+    assert hi.completed == [] and hi.active is not None and len(hi.active.turns) == 3
+    # The same words again are still an explicit new subgoal (upstream: a new `Subgoal:` line).
+    play(hi, [("find the mug", "go to sink 1")])
+    assert [g.text for g in hi.completed] == ["find the mug"]
+    assert hi.active.number == 2 and len(script.calls) == 1

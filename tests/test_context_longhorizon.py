@@ -367,3 +367,141 @@ def test_an_action_outside_the_role_view_ends_the_turn_without_reaching_the_envi
     env = KitchenEnv(max_steps=10)
     outcome = harness(script, decider).run(env)
     assert env.steps_used == 0 and outcome.auditor_queries == 0
+
+
+class ThreeCallServiceEnv(ServiceEnv):
+    """ServiceEnv with RCA's three tool calls per turn (each call answered in turn)."""
+
+    calls_per_turn = 3
+
+    def _backend_step(self, action: str) -> BackendResult:
+        try:
+            calls = parse_tool_calls(action, SPECS, max_calls=3)
+        except ToolCallError as error:
+            return self.invalid_result(str(error))
+        answers = [
+            super(ThreeCallServiceEnv, self)
+            ._backend_step(json.dumps({"tool": c.tool, "args": c.args}))
+            .text
+            for c in calls
+        ]
+        return BackendResult("\n".join(answers), None)
+
+
+def test_every_role_view_keeps_the_environments_calls_per_turn() -> None:
+    first = ThreeCallServiceEnv().reset()
+    assert first.max_calls == 3
+    assert executor_view(first).max_calls == 3
+    assert auditor_view(first, "rca").max_calls == 3
+    assert final_view(first).max_calls == 3
+
+
+def test_an_executor_turn_takes_all_its_calls_and_a_listed_finish_ends_it_after_them() -> None:
+    script = RoleScript(
+        {
+            "manager": replies(work("check both services"), "Next: blocked"),
+            "executor/report": lambda request: "checked web and db",
+            "auditor/audit": lambda request: OPEN,
+        }
+    )
+    three = json.dumps(
+        [
+            {"tool": "check", "args": {"service": "web"}},
+            {"tool": "check", "args": {"service": "db"}},
+            {"tool": "finish", "args": {}},
+        ]
+    )
+    decider = Decider(executor=[three, tool("check", service="web")])
+    env = ThreeCallServiceEnv()
+    outcome = harness(script, decider).run(env)
+    turns = outcome.rounds[0].executor_turns
+    assert len(turns) == 1  # one turn, then the listed finish ended the executor's turn
+    assert [c["args"]["service"] for c in json.loads(turns[0].action)] == ["web", "db"]
+    assert "connection refused" in turns[0].observation
+    assert decider.of("executor")[0].observation.max_calls == 3
+
+
+# -- the role instructions carry upstream's rules, and the plan reaches executor and auditor -----
+
+
+@pytest.mark.parametrize(
+    ("role", "rules"),
+    [
+        (
+            "manager",
+            [
+                "A prerequisite is met only when an audit confirmed it",
+                "one main change of state; never bundle",
+                "Keep every exact object of the task",
+                "never promote an executor's claim",
+                "Read each audit's constraint check first",
+                "with one round (or very few actions) left",
+                "The result must be in the place where it is used",
+            ],
+        ),
+        (
+            "auditor",
+            [
+                "Do not assume the task contract is correct",
+                "Per constraint:",
+                "Blocking constraints:",
+                "The contract itself and the executor's claims are not evidence",
+                "the status is incomplete, even when\nthe subtask itself succeeded",
+                "State update for the manager:",
+                "A missing\n  record of what the executor did is not, by itself, a reason",
+            ],
+        ),
+        (
+            "executor",
+            [
+                "do not use anything an audit marked suspect",
+                "Keep the task's exact objects",
+                "do not guess and do not re-plan the whole task",
+                "Keep every exact object of the task",
+            ],
+        ),
+    ],
+)
+def test_each_role_carries_upstreams_rules(role: str, rules: list[str]) -> None:
+    from pos_agent.agents.context.longhorizon import prompts as lh
+
+    text = {"manager": lh.MANAGER_SYSTEM, "auditor": lh.AUDITOR_SYSTEM}.get(
+        role, lh.EXECUTOR_SYSTEM
+    )
+    flat = " ".join(text.split())
+    for rule in rules:
+        assert " ".join(rule.split()) in flat, rule
+
+
+def test_the_managers_plan_reaches_the_executor_and_the_auditor() -> None:
+    plan = work("open the microwave").replace(
+        "Dependencies: none", "Dependencies: DEPENDS-ON-THE-MICROWAVE-BEING-REACHABLE"
+    )
+    script = RoleScript(
+        {
+            "manager": replies(plan, "Next: blocked"),
+            "executor/report": lambda request: "opened",
+            "auditor/audit": lambda request: OPEN,
+        }
+    )
+    decider = Decider(executor=["go to countertop 1", "finish"], auditor=["finish"])
+    harness(script, decider).run(KitchenEnv(max_steps=10))
+    marker = "DEPENDS-ON-THE-MICROWAVE-BEING-REACHABLE"
+    assert all(marker in r.context for r in decider.of("executor"))
+    assert all(marker in r.context for r in decider.of("auditor"))
+    assert marker in user_text(script.of("auditor", "audit")[0])
+    assert marker in user_text(script.of("executor", "report")[0])
+
+
+def test_the_manager_sees_report_history_up_to_upstreams_run_value() -> None:
+    from pos_agent.agents.context.longhorizon import prompts as lh
+    from pos_agent.agents.context.longhorizon.reports import parse_audit_report
+
+    reports = [parse_audit_report(OPEN + "\n" + "x" * 20_000, n) for n in range(1, 5)]
+    messages = lh.manager_messages(
+        "task", "", "", reports, [], 5, 10, LongHorizonSettings().manager_history_chars, 25
+    )
+    text = messages[1].content
+    assert LongHorizonSettings().manager_history_chars == 100_000
+    assert "older report(s) left out" not in text
+    assert all(f"[round_00{n}]" in text for n in range(1, 5))

@@ -70,11 +70,13 @@ def test_one_real_episode_per_baseline_with_the_embedded_model(method: str, tmp_
     elif method == "hiagent":
         assert len([e for e in events if isinstance(e, HiAgentContextEvent)]) == result.steps
         policy = [e for e in calls if e.role == "policy"]
-        assert policy and all("subgoal" in (e.output or {}) for e in policy)
+        assert policy and all("new_subgoal" in (e.output or {}) for e in policy)
     else:
         (plan,) = [e for e in events if isinstance(e, RoundPlanEvent)]
         assert plan.round == 1 and plan.route in ("work", "done", "blocked", "invalid")
-        assert "manager" in roles and "policy" not in roles
+        # The tiny model's plan may come back cut at its cap twice: then the manager's calls are
+        # recorded failures (never accepted), still counted under their role.
+        assert "manager" in roles | failed and "policy" not in roles | failed
         assert result.extra["context"]["rounds"] == 1
     view = build_view(events, result)
     assert view["meta"]["agent"] == method and not view["has_belief"]

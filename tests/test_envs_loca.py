@@ -219,7 +219,15 @@ def test_a_scripted_correct_solution_scores_one(runtime: None, tmp_path: Path) -
         assert first.text == env.goal and "stock_threshold" in first.text
         names = [t["name"] for t in first.tools or []]
         assert names == sorted(names) and "claim_done_claim_done" in names
-        assert all(set(t) == {"name", "description", "parameters"} for t in first.tools or [])
+        spec = {"name", "description", "parameters", "read_only", "terminal"}
+        assert all(set(t) == spec for t in first.tools or [])
+        access = {t["name"]: (t["read_only"], t["terminal"]) for t in first.tools or []}
+        # readOnlyHint from the filesystem server; the reviewed table for the others.
+        assert access["filesystem_read_text_file"] == (True, False)
+        assert access["filesystem_write_file"] == (False, False)
+        assert access["claim_done_claim_done"] == (False, True)
+        assert access["woocommerce_woo_products_list"] == (True, False)
+        assert access["email_send_email"] == (False, False)
         assert first.info["description_tokens"] > 1000 and first.info["length"] == "8k"
         assert first.info["context_length"] == 8000
         fallback = env.step(first.fallback_action or "")

@@ -243,8 +243,66 @@ def test_improved_reports_stay_consistent(
     report = assess(steps, config)
     for value in (report.stagnation, report.recurrence, report.health, report.persistence_a):
         assert 0.0 <= value <= 1.0
-    assert report.trapped == (report.ready and report.health <= config.theta_h + 1e-9)
+    # Trapped: ready, H <= theta_H, and a pattern to name (the latest step is not out of it).
+    low = report.ready and report.health <= config.theta_h + 1e-9
+    assert report.trapped == (low and report.pattern is not None)
     if not report.trapped:
         assert report.pattern is None and report.blocked is None
     assert (report.lag is None) == (report.recurrence == 0.0)
     assert assess(list(steps), config) == report
+
+
+# --- issue 20: actions, labels, release ----------------------------------------------------------
+
+
+def test_the_window_is_released_on_the_first_step_out_of_the_trap() -> None:
+    stuck = [step(at("A"))] * 6
+    assert assess(stuck).trapped
+    out = assess([*stuck, step(at("B"), progress=1)])
+    # 3 of the last 4 transitions are still stuck (H = 0.25), but the latest made progress.
+    assert out.stagnation == 0.75 and not out.trapped and out.pattern is None
+
+
+def test_a_caller_label_wins_over_novelty_both_ways() -> None:
+    labelled = [replace(step(big_world(f"new|{i}"), novel=2), labelled=True) for i in range(6)]
+    assert [r and r.kind for r in read_transitions(labelled, IMPROVED)[1:]] == ["exploring"] * 5
+    polls = [replace(step(at("A"), progress=1), labelled=True)] * 6
+    assert not assess(polls).trapped
+    assert {r and r.kind for r in read_transitions(polls, IMPROVED)[1:]} == {"productive"}
+    unlabelled = [step(at("A"), progress=1)] * 6  # the PoS agent's own label: a return
+    assert assess(unlabelled).trapped
+
+
+def test_calls_repeating_with_a_period_are_a_cycle_the_world_does_not_show() -> None:
+    calls = ["read a", "read b", "read c"] * 3
+    steps = [replace(step(at("A")), action=call) for call in calls]
+    report = assess(steps)
+    assert report.trapped and report.pattern == "cycle" and report.lag == 3
+
+
+def test_the_same_call_with_a_changing_output_and_nothing_new_is_static() -> None:
+    steps = [replace(step(big_world(f"uptime|{i % 3}"), novel=0), action="poll") for i in range(8)]
+    report = assess(steps)
+    assert report.trapped and report.pattern == "static"
+    # Without the call, the changing world reads as a cycle of period 3.
+    assert assess([replace(s, action=None) for s in steps]).pattern == "cycle"
+
+
+def test_a_belief_unchanged_while_the_output_changes_is_drift_not_static() -> None:
+    steps = [
+        replace(step(at("A")), action=f"take thing {i}", observation=f"you take thing {i}.")
+        for i in range(6)
+    ]
+    report = assess(steps)
+    assert report.trapped and report.pattern == "drift"
+    # Calls never made before that end as the last one did: varied attempts, still drift.
+    same = [replace(s, observation="nothing happens.") for s in steps]
+    assert assess(same).pattern == "drift"
+    repeated = [replace(s, action="wait", observation="nothing happens.") for s in steps]
+    assert assess(repeated).pattern == "static"
+
+
+def test_an_expected_repeat_is_waiting_not_stuck() -> None:
+    steps = [replace(step(at("A")), action="status", expected=True)] * 6
+    assert not assess(steps).trapped
+    assert {r and r.kind for r in read_transitions(steps, IMPROVED)[1:]} == {"waiting"}

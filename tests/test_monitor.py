@@ -64,27 +64,60 @@ def stirring(i: int) -> str:
     return "The pot is on the stove. The clock ticks" + " again" * i + "."
 
 
+FIDDLING = ["stir", "wait", "listen", "stir gently", "wait a bit", "listen again"]
+
+
 def test_a_progress_label_or_callable_replaces_novelty() -> None:
     unlabelled, labelled = TrapMonitor(goal="stir the pot"), TrapMonitor(goal="stir the pot")
     for i in range(6):
-        stuck = unlabelled.observe("stir", stirring(i))
-        report = labelled.observe("stir", stirring(i), progress=1)
+        stuck = unlabelled.observe(FIDDLING[i], stirring(i))
+        report = labelled.observe(FIDDLING[i], stirring(i), progress=1)
     assert stuck.trapped and stuck.pattern == "drift" and stuck.progress_source == "novelty"
     assert not report.trapped and report.progress_source == "label"
 
     steps = iter(range(100))
     rising = TrapMonitor(goal="stir the pot", progress=lambda action, text: next(steps) % 2 == 0)
     for i in range(6):
-        report = rising.observe("stir", stirring(i))
+        report = rising.observe(FIDDLING[i], stirring(i))
     assert report.progress_source == "callable"
     assert not report.trapped  # every other step counts as progress: 2 of 4 stuck
 
 
-def test_progress_that_returns_to_an_earlier_observation_does_not_count() -> None:
+def test_a_progress_label_wins_over_an_unchanged_observation() -> None:
+    # A poll the caller knows advanced: nothing visible changes, the label says progress.
     monitor = TrapMonitor()
-    for _ in range(6):
-        report = monitor.observe("stir", "You stir the pot.", progress=1)
+    for _ in range(8):
+        report = monitor.observe("job_status", "Job 42 is running.", progress=1)
+    assert not report.trapped and report.reading == "productive"
+
+
+def test_a_progress_label_does_not_hide_a_cycle() -> None:
+    # A label that counts every step into one room as progress: the world keeps coming back.
+    monitor = TrapMonitor()
+    for i in range(8):
+        room = "kitchen" if i % 2 else "pantry"
+        report = monitor.observe(f"go to the {room}", f"You are in the {room}.", progress=i % 2)
+    assert report.trapped and report.pattern == "cycle"
+
+
+def test_a_progress_label_of_zero_wins_over_novelty() -> None:
+    # Every output carries a fresh token the volatile rules do not know; the caller says no.
+    monitor = TrapMonitor()
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    for word in words:
+        report = monitor.observe("curl http://svc/health", f"502 Bad Gateway {word}", progress=0)
     assert report.trapped and report.pattern == "static"
+    unlabelled = TrapMonitor()
+    for word in words:
+        free = unlabelled.observe("curl http://svc/health", f"502 Bad Gateway {word}")
+    assert not free.trapped  # without a label, first-seen words are exploration
+
+
+def test_the_same_call_whose_output_only_changes_outside_the_goal_is_static() -> None:
+    monitor = TrapMonitor(goal="stir the pot")
+    for i in range(6):
+        report = monitor.observe("stir", stirring(i))
+    assert report.trapped and report.pattern == "static" and report.forbidden_actions == ("stir",)
 
 
 def test_reset_starts_a_new_episode() -> None:

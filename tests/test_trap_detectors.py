@@ -6,10 +6,18 @@ from collections.abc import Sequence
 
 import pytest
 
+from pos_agent.trapbench.anchor_rules import (
+    AgentBoardRules,
+    GeminiCliRules,
+    HashedCallRules,
+    OpenHandsRules,
+    OpenRouterRules,
+    RuleStep,
+)
 from pos_agent.trapbench.detectors import HealthDetector, RuleDetector
-from pos_agent.trapbench.metrics import LabelledRun, alarm_starts, score_runs
+from pos_agent.trapbench.metrics import LabelledRun, Span, alarm_starts, score_runs
 from pos_agent.trapbench.records import Label, OracleState, StepRecord, Trajectory
-from pos_agent.trapbench.rules import AgentBoardRules, GeminiCliRules, OpenHandsRules, RuleStep
+from pos_agent.trapbench.runs import textworld_run
 
 # --- hand-built trajectories ------------------------------------------------------------------
 
@@ -104,8 +112,9 @@ def run_detector(detector, steps):  # type: ignore[no-untyped-def]
         ),
         steps=[s for s, _ in steps],
     )
-    detector.start(trajectory)
-    return [detector.step(step, world) for step, world in steps]
+    run = textworld_run(trajectory, [world for _, world in steps])
+    detector.start(run)
+    return [detector.step(step) for step in run.steps]
 
 
 def first_alarm(alarms) -> tuple[int | None, str | None]:  # type: ignore[no-untyped-def]
@@ -166,14 +175,33 @@ DRIFT = [(f"take spoon {i}", f"You take spoon {i}.") for i in range(10)]
 
 def test_openhands_rules() -> None:
     assert first_alarm(rules_on(OpenHandsRules(), REPEAT)) == (3, "static")  # 4 in a row
+    assert rules_on(OpenHandsRules(), REPEAT)[3].level == "stop"
     assert first_alarm(rules_on(OpenHandsRules(), ALTERNATE)) == (5, "cycle")  # A/B over 6
     assert first_alarm(rules_on(OpenHandsRules(), THREE_ROOMS)) == (None, None)
     assert first_alarm(rules_on(OpenHandsRules(), DRIFT)) == (None, None)
+
+
+def test_openhands_warns_once_before_it_stops_an_error_streak() -> None:
     errors = OpenHandsRules()
-    alarms = [errors.step(RuleStep("fly", "I don't understand.", error=True)) for _ in range(3)]
-    assert first_alarm(alarms) == (2, "static")  # the same action ending in an error 3 times
-    empty = OpenHandsRules()
-    assert first_alarm([empty.step(RuleStep("", f"obs {i}")) for i in range(3)])[0] == 2
+    alarms = [
+        errors.step(RuleStep("fly", f"Error at {i}: I don't understand.", error=True))
+        for i in range(5)
+    ]
+    assert [a.level for a in alarms] == [None, None, "nudge", "stop", "stop"]
+    assert first_alarm(alarms) == (2, "static")
+    # A new streak after a break gets its own warning.
+    errors.step(RuleStep("look", "A hall."))
+    again = [errors.step(RuleStep("fly", f"E{i}", error=True)) for i in range(3)]
+    assert again[-1].level == "nudge"
+
+
+def test_openhands_repeated_agent_message_without_observation() -> None:
+    rules = OpenHandsRules()
+    alarms = [rules.step(RuleStep("I will now check the logs.", "")) for _ in range(3)]
+    assert first_alarm(alarms) == (2, "static")
+    tool = OpenHandsRules()  # a tool call always has an observation of its own
+    calls = [tool.step(RuleStep("x", "", key="read:{}", tool="read")) for _ in range(3)]
+    assert first_alarm(calls) == (None, None)
 
 
 def test_openhands_needs_the_same_observation_too() -> None:
@@ -181,14 +209,93 @@ def test_openhands_needs_the_same_observation_too() -> None:
     assert first_alarm(rules_on(OpenHandsRules(), changing)) == (None, None)
 
 
-def test_gemini_cli_rules() -> None:
-    assert first_alarm(rules_on(GeminiCliRules(), REPEAT)) == (4, "static")  # 5 same calls
-    assert first_alarm(rules_on(GeminiCliRules(), ALTERNATE)) == (None, None)
+def test_gemini_cli_nudges_at_five_repeats_and_halts_at_the_second_detection() -> None:
+    alarms = rules_on(GeminiCliRules(), [("look", "A hall.")] * 12)
+    assert first_alarm(alarms) == (4, "static")
+    assert [a.level for a in alarms[4:9]] == ["nudge"] * 5  # on while the loop goes on
+    assert alarms[9].level == "stop"  # five more after the nudge: halted
+    assert first_alarm(rules_on(GeminiCliRules(), REPEAT[:4])) == (None, None)
+
+
+def test_gemini_cli_finds_repeated_sequences_of_up_to_five_calls() -> None:
+    cycle = [("a", "1"), ("b", "2"), ("c", "3")] * 5
+    alarms = rules_on(GeminiCliRules(), cycle)
+    assert first_alarm(alarms) == (14, "cycle")  # 3 calls x 5
+    assert first_alarm(rules_on(GeminiCliRules(), cycle[:14])) == (None, None)
+    six = [(f"call {i}", "x") for i in range(6)] * 5  # longer than 5: not looked for
+    assert first_alarm(rules_on(GeminiCliRules(), six))[0] is None
+    assert first_alarm(rules_on(GeminiCliRules(), ALTERNATE)) == (None, None)  # 4 rounds only
     assert first_alarm(rules_on(GeminiCliRules(), DRIFT)) == (None, None)
-    # The streamed-content rule: one 50-character chunk seen 10 times.
-    chatter = [("go east", "x"), ("go west", "y")] * 40
-    index, _ = first_alarm(rules_on(GeminiCliRules(), chatter))
-    assert index is not None and index > 20
+    # A deviation ends the standing alarm.
+    alarms = rules_on(GeminiCliRules(), [("look", "A hall.")] * 5 + [("go east", "Kitchen.")])
+    assert alarms[4].on and not alarms[5].on
+
+
+def test_gemini_cli_content_chunks_for_text_commands() -> None:
+    # Six commands in turn: no sequence of <= 5 calls repeats, but every 50-character chunk of
+    # the command stream comes round once a turn, so the tenth turn finds one 10 times.
+    commands = [(f"examine the thing {i:02d}", "x") for i in range(6)] * 11
+    index, pattern = first_alarm(rules_on(GeminiCliRules(), commands))
+    assert index is not None and 54 <= index < 60 and pattern == "static"
+    calls = [RuleStep(a, o, key=f"t:{a}", tool="t") for a, o in commands]
+    rules = GeminiCliRules()
+    assert not any(rules.step(c).on for c in calls)  # tool calls: no content check
+
+
+def test_openrouter_ladder_observe_block_stop() -> None:
+    alarms = rules_on(OpenRouterRules(), [("look", "A hall.")] * 7)
+    assert [a.level for a in alarms] == [None, "observe", "block", "block", "block", "stop", "stop"]
+    assert [a.on for a in alarms[:3]] == [False, False, True]
+    assert alarms[2].pattern == "static"
+
+
+def test_openrouter_streak_survives_other_tools_but_not_other_inputs() -> None:
+    def call(tool: str, arguments: str) -> RuleStep:
+        return RuleStep(f"{tool} {arguments}", "out", key=f"{tool}:{arguments}", tool=tool)
+
+    rules = OpenRouterRules()
+    steps = [call("status", "{1}"), call("read", "{a}"), call("status", "{1}"), call("read", "{b}")]
+    steps.append(call("status", "{1}"))
+    alarms = [rules.step(s) for s in steps]
+    assert alarms[-1].level == "block"  # third identical status call, reads in between
+    rules = OpenRouterRules()
+    alarms = [rules.step(call("status", f"{{{i % 2}}}")) for i in range(8)]
+    assert not any(a.on for a in alarms)  # the inputs change every call
+
+
+def test_hashed_call_proxy_three_in_ten() -> None:
+    alarms = rules_on(HashedCallRules(), REPEAT)
+    assert first_alarm(alarms) == (2, "static")
+    assert alarms[2].level == "block"
+    assert first_alarm(rules_on(HashedCallRules(), ALTERNATE)) == (4, "cycle")
+    spread = [("look", "A hall.")] + [(f"go {i}", "x") for i in range(5)]
+    spread += [("look", "A hall.")] + [(f"take {i}", "x") for i in range(4)] + [("look", "x")]
+    assert first_alarm(rules_on(HashedCallRules(), spread)) == (None, None)  # 11 calls apart
+    assert first_alarm(rules_on(HashedCallRules(), DRIFT)) == (None, None)
+
+
+def test_rule_steps_compare_tool_calls_by_canonical_arguments() -> None:
+    from pos_agent.monitor import Facts
+    from pos_agent.trapbench.runs import BenchStep
+
+    def step(arguments: str) -> BenchStep:
+        return BenchStep(
+            f"read_file {arguments}",
+            "read_file",
+            arguments,
+            "text",
+            False,
+            0,
+            Facts(frozenset()),
+            "none",
+        )
+
+    a, b = step('{"path": "a.py", "start": 1}'), step('{"start":1,  "path":"a.py"}')
+    assert a.canonical_call() == b.canonical_call()
+    assert a.canonical_call() != step('{"path": "b.py", "start": 1}').canonical_call()
+    detector = RuleDetector(HashedCallRules())
+    alarms = [detector.step(s) for s in (a, b, a)]
+    assert alarms[-1].on
 
 
 def test_agentboard_rules() -> None:
@@ -219,7 +326,7 @@ def labelled(
             labels[i] = kind
     return LabelledRun(
         labels=tuple(labels),
-        segments=segments,
+        segments=tuple(Span(k, f, last, None if k == "explore" else k) for k, f, last in segments),
         alarms=tuple(c == "X" for c in alarms),
         patterns=tuple(names[c] for c in (patterns or "." * len(alarms))),
         clean=clean,
@@ -260,7 +367,7 @@ def test_exploration_segments_are_non_trap_steps_and_reported_apart() -> None:
     run = labelled("..XX......", (("explore", 1, 4),))
     score = score_runs([run])
     assert score.non_trap_steps == 10 and score.new_alarm_starts == 1
-    assert score.explore_segments == 1 and score.explore_alarmed_share == 1.0
+    assert score.productive_segments["explore"] == 1 and score.productive_alarmed_share() == 1.0
     assert sum(score.segments.values()) == 0
 
 
@@ -272,3 +379,19 @@ def test_clean_runs_alarmed() -> None:
 def test_a_run_with_mismatched_lengths_is_refused() -> None:
     with pytest.raises(ValueError, match="one entry per step"):
         score_runs([LabelledRun(("none",), (), (True, False), (None, None), False)])
+
+
+def test_pattern_right_is_judged_against_the_segment_pattern_not_its_kind() -> None:
+    run = LabelledRun(
+        labels=("none", "semantic", "semantic", "none"),
+        segments=(Span("semantic", 1, 2, "drift"),),
+        alarms=(False, True, True, False),
+        patterns=(None, "drift", "drift", None),
+        clean=False,
+    )
+    score = score_runs([run])
+    assert score.detected["semantic"] == 1 and score.pattern_right == 1
+    wrong = LabelledRun(
+        run.labels, run.segments, run.alarms, (None, "static", "static", None), False
+    )
+    assert score_runs([wrong]).pattern_right == 0

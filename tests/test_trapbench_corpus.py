@@ -208,11 +208,11 @@ def test_eval_on_the_corpus_prints_the_table(
 
     result = CliRunner().invoke(app, ["trapbench", "eval", str(corpus_dir)])
     assert result.exit_code == 0, result.output
-    assert "improved · oracle belief" in result.output and "OpenHands rules" in result.output
+    assert "improved · oracle belief" in result.output and "OpenHands SDK rules" in result.output
     for name in ("table.md", "table.csv", "table.png"):
         assert (corpus_dir / "results" / name).stat().st_size > 0
     table = markdown_table(evaluate(trajectories))
-    assert table.count("\n") == 8  # header, rule and seven detectors
+    assert table.count("\n") == 10  # header, rule and nine detectors
 
 
 def test_eval_without_a_corpus_says_what_to_do(tmp_path: Path) -> None:

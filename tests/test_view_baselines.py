@@ -28,8 +28,11 @@ def act(request: GenerationRequest) -> str:
     the auditor queried once in its turn; a subgoal when the schema asks for one."""
     assert request.schema is not None
     answer: dict[str, Any] = {"thought": "t"}
-    if "subgoal" in request.schema["properties"]:
-        answer["subgoal"] = "find the mug" if "[step 2]" not in user_text(request) else "heat it"
+    if "new_subgoal" in request.schema["properties"]:
+        text = user_text(request)
+        starts = {"find the mug": "Current subgoal" not in text, "heat it": "[step 2]" in text}
+        starts["heat it"] = starts["heat it"] and "heat it" not in text
+        answer["new_subgoal"] = next((goal for goal, now in starts.items() if now), "")
     offered = request.schema["properties"]["action"].get("enum") or ["go to sink 1"]
     mine = user_text(request).split("Your actions in this subtask:")[-1].count("[step ")
     finished = mine >= {"executor": 2, "auditor": 1}.get(request.role, mine + 1)

@@ -182,6 +182,8 @@ class _Run:
             observation=view.text if request.role == "executor" else None,
             finish_hint=request.purpose != "final_answer",
             action_limit=self.limits.action_list,
+            # The executor is the ReAct loop: the shared turn scaffolding says where it is.
+            step=request.step if request.role == "executor" else None,
         )
         answer = self.call(
             request.role,

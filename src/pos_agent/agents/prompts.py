@@ -12,9 +12,22 @@ from typing import Any
 
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import actions_block, clip, tools_block
-from pos_agent.roles.transition import Transition
+from pos_agent.roles.transition import Transition, render_transitions
 
 __all__ = ["actions_block", "clip", "tools_block"]  # shared parts, re-exported for the baselines
+
+
+# -- the turn scaffolding every ReAct-style method shares (Raw, ACON, PACE, HiAgent, the
+# LongHorizon executor): each past turn is labelled with its step (`Transition.render`:
+# `[step N] > action` and the observation), and the prompt says which step the agent is at.
+# Only what each method keeps of the turns differs.
+
+
+def position_line(step: int) -> str:
+    """Where the agent is: the line before the actions of every ReAct-style prompt."""
+    if step:
+        return f"You are at step {step}; the last step above is the latest observation."
+    return "You are at step 0: act on the observation above."
 
 
 RAW_SYSTEM = """You are an agent acting in a text environment to reach a goal.
@@ -32,8 +45,10 @@ def raw_policy(
     dropped: int = 0,
     action_limit: int | None = None,
 ) -> list[Message]:
-    """The whole trajectory: task, first observation, every action and observation since."""
-    turns = "\n".join(f"> {s.action}\n{s.observation.strip()}" for s in history)
+    """The whole trajectory: task, first observation, every action and observation since, in
+    the shared turn scaffolding."""
+    turns = render_transitions(history)
+    step = history[-1].step if history else dropped
     cut = (
         f"\n(The {dropped} oldest turns are left out: the history no longer fits the model's "
         "context window.)"
@@ -43,7 +58,7 @@ def raw_policy(
     user = (
         f"Goal: {goal}\n\nStep 0:\n{first_observation.strip()}\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
-        + f"\n{actions_block(actions, tools, max_calls, limit=action_limit)}"
+        + f"\n{position_line(step)}\n\n{actions_block(actions, tools, max_calls, limit=action_limit)}"
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
 
@@ -74,11 +89,7 @@ def context_policy(
     parts = [f"Goal: {goal}", f"Step 0:\n{first_observation.strip()}"]
     if memory.strip():
         parts.append(memory.strip())
-    parts.append(
-        f"You are at step {step}; the last step above is the latest observation."
-        if step
-        else "You are at step 0: act on the observation above."
-    )
+    parts.append(position_line(step))
     if lookups:
         parts.append(
             "Looked up at this step (no action spent):\n" + "\n".join(f"- {x}" for x in lookups)
@@ -100,6 +111,7 @@ def long_horizon_decision(
     max_calls: int = 1,
     observation: str | None = None,
     finish_hint: bool = False,
+    step: int | None = None,
     action_limit: int | None = None,
 ) -> list[Message]:
     """One LongHorizon-Harness decision (executor action, auditor query, final answer): the
@@ -108,6 +120,8 @@ def long_horizon_decision(
     parts = [context.strip()]
     if observation is not None:
         parts.append(f"Current observation:\n{observation.strip()}")
+    if step is not None:
+        parts.append(position_line(step))
     block = actions_block(actions, tools, max_calls, limit=action_limit)
     if finish_hint:
         block += '\nAnswer "finish" to end your turn without an action.'

@@ -1,5 +1,5 @@
-"""`pos trapbench make|eval`: a labelled trap corpus from real TextWorld games, and the
-detector comparison on it."""
+"""`pos trapbench make|eval`: labelled trap corpora (real TextWorld games; a tool-using agent
+in a simulated workspace), and the detector comparison on them."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ from rich.console import Console
 
 from pos_agent.cli._common import progress_bar
 from pos_agent.cli.app import app
+from pos_agent.trapbench.families import FAMILY_CHOICES
 from pos_agent.trapbench.pool import KILL_FACTOR, MEMORY_LIMIT_MB, TIME_LIMIT_S
 
 console = Console(highlight=False, soft_wrap=True)
 trapbench_app = typer.Typer(
     help=(
-        "Trap detection benchmark: real TextWorld games, trajectories with labelled injected "
-        "traps (static, cycle, drift) and exploration, and detectors compared on them."
+        "Trap detection benchmark: two labelled corpus families (real TextWorld games; a "
+        "tool-using agent in a simulated workspace), each with injected traps and productive "
+        "repetition, and detectors compared on them."
     ),
     no_args_is_help=True,
 )
@@ -40,6 +42,12 @@ def make(
         int | None,
         typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
     ] = None,
+    family: Annotated[
+        str, typer.Option(help="Which corpus family to build: textworld, tools or all.")
+    ] = "all",
+    trajectories: Annotated[
+        int, typer.Option(help="Tool-agent trajectories (the tools family).", min=1)
+    ] = 120,
     time_limit: Annotated[
         float,
         typer.Option(
@@ -55,7 +63,13 @@ def make(
         ),
     ] = MEMORY_LIMIT_MB,
 ) -> None:
-    """Generate games with TextWorld (offline) and play their labelled trajectories.
+    """Build the corpus families: TextWorld games (offline) and the tool-agent workspace.
+
+    The tools family (`--family tools`) is a scripted tool-using agent in a simulated
+    workspace (files, a test runner, an HTTP service, a job queue, a search tool), generated
+    from the seed in seconds into OUT/tools/: injected repeats, alternations, cycles of 3-5
+    calls, semantic loops and polls that never finish, and productive repetition that must not
+    alarm (tests re-run after real edits, paging, many distinct files, a poll that finishes).
 
     Each game slot gets the game's walkthrough and three runs along the winning plan with
     injected segments: static (a repeated no-op), cycle (2-3 rooms or one container toggled),
@@ -74,6 +88,22 @@ def make(
     from pos_agent.trapbench.corpus import CorpusMaker, SlotResult, remove_scratch
     from pos_agent.trapbench.pool import Limits, Running
 
+    if family not in FAMILY_CHOICES:
+        console.print(f"[red]error:[/] --family must be one of {', '.join(FAMILY_CHOICES)}")
+        raise typer.Exit(2)
+    if family in ("tools", "all"):
+        from pos_agent.trapbench.toolagent.corpus import write_tools_corpus
+
+        started = time.monotonic()
+        path, built = write_tools_corpus(out, trajectories, seed)
+        segments = ", ".join(f"{k} {n}" for k, n in built.segments.items())
+        console.print(
+            f"tools corpus: {path}  ({built.trajectories} trajectories, {built.steps} steps; "
+            f"segments: {segments}; {time.monotonic() - started:.1f}s)"
+        )
+        if family == "tools":
+            console.print(f"next: pos trapbench eval {out}")
+            return
     count = workers or min(2, os.cpu_count() or 1)
     try:
         maker = CorpusMaker(
@@ -173,47 +203,60 @@ def make(
 def evaluate_command(
     corpus: Annotated[Path, typer.Argument(help="Corpus folder made by `pos trapbench make`.")],
     out: Annotated[
-        Path | None, typer.Option(help="Where to write the table (default: CORPUS/results).")
+        Path | None, typer.Option(help="Where to write the tables (default: CORPUS/results).")
     ] = None,
 ) -> None:
-    """Run every detector over the corpus and print one table.
+    """Run every detector over each corpus family and print one table per family and overall.
 
-    Detectors: belief health `improved` and `paper` (Eq. 5-6), each with the oracle belief and
-    model-free (observations only), through `pos_agent.monitor.TrapMonitor`; and the
-    exact-repeat rules of OpenHands, Gemini CLI and AgentBoard. Columns: recall per pattern
-    (a segment counts when an alarm starts in it or within 2 steps after), median delay (steps
-    from the segment's first step to that start), false alarms and new alarm starts per 100
-    non-trap steps, pattern accuracy, and the share of clean runs and of exploration segments
-    with any alarm. Writes table.md, table.csv and table.png.
+    Detectors: belief health `improved` and `paper` (Eq. 5-6), each with the belief written
+    from the true state (TextWorld's oracle facts, the workspace's seen facts) and model-free
+    (actions and observations only), through `pos_agent.monitor.TrapMonitor`; and the anchors'
+    rules at their current documented behaviour: the OpenHands SDK, Gemini CLI, OpenRouter's
+    doomLoop, a hashed-call proxy and AgentBoard. Columns: recall per trap kind (a segment
+    counts when an alarm starts in it or within 2 steps after), median delay (steps from the
+    segment's first step to that start), alarmed steps and new alarm starts per 100 non-trap
+    steps, the share of productive segments with any alarm, pattern right (the diagnosis at the
+    detecting start), and the share of clean runs with any alarm. Writes table.md, table.csv
+    and table.png.
 
     Example: pos trapbench eval traps
     """
     from pos_agent.trapbench.evaluate import (
+        TARGETED,
         evaluate,
-        load_corpus,
+        load_families,
         markdown_table,
+        overall,
         summary_line,
         target_check,
         write_outputs,
     )
 
     try:
-        trajectories = load_corpus(corpus)
+        families = load_families(corpus)
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
-    if not trajectories:
+    if not any(families.values()):
         console.print(f"[red]error:[/] {corpus} holds no trajectories")
         raise typer.Exit(2)
     started = time.monotonic()
-    evaluation = evaluate(
-        trajectories, on_detector=lambda name: console.print(f"[dim]running {name}[/]")
-    )
-    console.print(summary_line(evaluation))
-    console.print(markdown_table(evaluation), markup=False)
-    for line in target_check(evaluation):
-        console.print(line, markup=False)
-    paths = write_outputs(evaluation, out or corpus / "results")
+    evaluations = [
+        evaluate(runs, family=name, on_detector=lambda n: console.print(f"[dim]running {n}[/]"))
+        for name, runs in families.items()
+        if runs
+    ]
+    if len(evaluations) > 1:
+        evaluations.append(overall(evaluations))
+    for evaluation in evaluations:
+        console.print(f"\n[bold]{evaluation.family}[/]  {summary_line(evaluation)}")
+        console.print(markdown_table(evaluation), markup=False)
+    console.print()
+    for evaluation in evaluations:
+        for name in TARGETED:
+            for line in target_check(evaluation, name):
+                console.print(line, markup=False)
+    paths = write_outputs(evaluations, out or corpus / "results")
     console.print(
         f"table: {paths['markdown']}  csv: {paths['csv']}  figure: {paths['figure']}  "
         f"({time.monotonic() - started:.1f}s)"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pos_agent.health.distance import WorldKeys
@@ -43,8 +43,11 @@ from pos_agent.health.window import (
     judged_report,
 )
 
-StepKind = Literal["productive", "static", "cycle", "drift", "unexplained"]
+StepKind = Literal["productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"]
 _STUCK = ("static", "cycle", "drift")
+_NOT_STUCK = ("productive", "exploring", "waiting")
+MAX_PERIOD = 5
+"""The longest repeating call sequence read from the actions (Gemini CLI looks for 1-5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +55,19 @@ class TransitionReading:
     """How the improved diagnosis reads one transition of the window."""
 
     kind: StepKind
-    """`productive`, or why it was not: `static`, `cycle`, `drift` or `unexplained`."""
+    """`productive`; `exploring` (no progress, but first-seen things: not stuck); `waiting` (a
+    repetition the caller declared normal); or why it was none: `static`, `cycle`, `drift` or
+    `unexplained` (nothing repeated and nothing new: not counted as stuck)."""
 
     returns: tuple[int, ...]
     """Every lag 1..L at which the world is the same as it was (1 = unchanged), ascending."""
 
     novel: int
     """First-seen entity keys this transition brought (within the window when not given)."""
+
+    repeats: tuple[int, ...] = ()
+    """Periods 1..5 at which the action repeats (see `WindowStep.action`); empty when the
+    actions are unknown or do not repeat."""
 
 
 def changed_keys(a: WorldKeys, b: WorldKeys) -> int:
@@ -134,23 +143,119 @@ class _Reader:
         step = steps[i]
         world = step.world
         returns: tuple[int, ...] = ()
-        for lag in range(1, (self.max_lag if self.max_lag < i else i) + 1):
+        # With the calls known, returns are looked for as far back as call loops (5 steps).
+        reach = self.max_lag if step.action is None else max(self.max_lag, MAX_PERIOD)
+        for lag in range(1, (reach if reach < i else i) + 1):
             if _same(world, steps[i - lag].world, tolerance):
                 returns += (lag,)
+        repeats = _action_repeats(steps, i)
         novel = self._novel(i)
         kind: StepKind
-        if novel > 0 or (step.progress == 1 and not returns):
+        if step.expected:
+            kind = "waiting"
+        elif step.labelled:
+            # The caller's label wins over novelty both ways. A label of progress is trusted
+            # even when nothing visible changed (a poll the caller knows advanced), but not on
+            # a step that closes a loop (back to a world left 2..L steps ago, or the calls of
+            # 2..5 steps ago again): a loop gives back whatever it gained.
+            closes_loop = (bool(returns) and returns[0] != 1) or (
+                _cycles(repeats) and 1 not in repeats
+            )
+            if step.progress == 1 and not closes_loop:
+                kind = "productive"
+            elif novel > 0 and not (1 in repeats and step.observation is None):
+                # First-seen things are exploration, not a trap, even when the label says no
+                # progress; but without a belief, the same call's first-seen words under a
+                # label of 0 are taken for noise the volatile rules did not know.
+                kind = "exploring"
+            else:
+                kind = self._stuck_kind(i, returns, repeats, novel)
+        elif novel > 0 or (step.progress == 1 and not returns):
             kind = "productive"
-        elif returns and returns[0] == 1:
-            kind = "static"
-        elif returns:
-            kind = "cycle"
-        elif _nonempty(step.focus) and _same(step.focus, steps[i - 1].focus, tolerance):
-            # An empty projection says nothing about what the change touched (DESIGN §2).
-            kind = "drift"
         else:
-            kind = "unexplained"
-        return TransitionReading(kind, returns, novel)
+            kind = self._stuck_kind(i, returns, repeats, novel)
+        return TransitionReading(kind, returns, novel, repeats)
+
+    def _stuck_kind(
+        self, i: int, returns: tuple[int, ...], repeats: tuple[int, ...], novel: int
+    ) -> StepKind:
+        """Why a transition without progress is not progress: what repeated, or what changed."""
+        steps, tolerance = self.steps, self.tolerance
+        step, previous = steps[i], steps[i - 1]
+        # A call never made before whose outcome is one already had is a varied attempt at
+        # the same thing (drift); calls made before coming back to known outcomes go round.
+        varied = step.action is not None and not step.action_seen
+        if returns and returns[0] == 1:
+            # The world did not change. Calls going round a loop are a cycle the world does
+            # not show. With a belief, an observation that changed shows the actions taking
+            # effect on things the belief does not track: drift, unless that output was seen
+            # before after calls made before (going back over known ground: a cycle).
+            if _cycles(repeats) and 1 not in repeats:
+                return "cycle"
+            if 1 in repeats:
+                return "static"
+            if (
+                step.observation is not None
+                and previous.observation is not None
+                and step.observation != previous.observation
+            ):
+                seen = step.observation_seen or _observation_returns(steps, i, self.max_lag)
+                return "cycle" if seen and not varied else "drift"
+            return "drift" if varied else "static"
+        if 1 in repeats and not (returns and step.observation is not None):
+            # The same call again, and nothing new came of it (no progress, no first-seen
+            # thing): whatever else its output shows (a number that moved), it is a repeat.
+            # Only a belief's world coming back to where it was 2..L steps ago (a toggle) says
+            # cycle instead; model-free, the world is the output text, whose noise can repeat.
+            return "static"
+        if returns:
+            return "drift" if varied else "cycle"
+        if _cycles(repeats) and novel == 0:
+            return "cycle"
+        if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
+            # An empty projection says nothing about what the change touched (DESIGN §2).
+            return "drift"
+        return "unexplained"
+
+
+def _observation_returns(steps: Sequence[WindowStep], i: int, max_lag: int) -> bool:
+    observation = steps[i].observation
+    lags = range(2, min(max(max_lag, MAX_PERIOD), i) + 1)
+    return any(steps[i - lag].observation == observation for lag in lags)
+
+
+def _loop_lags(reading: TransitionReading) -> tuple[int, ...]:
+    """The lags a stuck transition repeats at: for a cycle, its world's returns to 2..L steps
+    ago, else the periods of its calls; otherwise its returns (1: unchanged) or call repeats."""
+    if reading.kind == "cycle":
+        # A world that did not change at all says nothing of the loop's period; its calls do.
+        returns = reading.returns
+        world = returns if returns and returns[0] != 1 else ()
+        return world or tuple(period for period in reading.repeats if period > 1)
+    return reading.returns or reading.repeats
+
+
+def _cycles(repeats: tuple[int, ...]) -> bool:
+    return any(period > 1 for period in repeats)
+
+
+def _action_repeats(steps: Sequence[WindowStep], i: int) -> tuple[int, ...]:
+    """Periods 1..MAX_PERIOD at which the call into step i repeats: period 1 when it is the
+    previous call again; p >= 2 when it and the call before it repeat the two calls p steps
+    earlier and differ from each other (an A/B alternation, a cycle of 3-5 calls)."""
+    action = steps[i].action
+    if action is None:
+        return ()
+    found: tuple[int, ...] = ()
+    if steps[i - 1].action == action:
+        found += (1,)
+    previous = steps[i - 1].action
+    if previous is None or previous == action:
+        return found
+    for period in range(2, min(MAX_PERIOD, i - 1) + 1):
+        if steps[i - period].action == action and steps[i - 1 - period].action == previous:
+            found += (period,)
+    return found
 
 
 def read_transitions(
@@ -161,14 +266,22 @@ def read_transitions(
     return [None, *(reader(i) for i in range(1, len(steps)))]
 
 
+def read_latest(steps: Sequence[WindowStep], config: HealthConfig) -> TransitionReading | None:
+    """The reading of the last transition of the window (None with fewer than two steps)."""
+    window = list(steps[-config.window :]) if steps else []
+    if len(window) < 2:
+        return None
+    return _Reader(window, config)(len(window) - 1)
+
+
 def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
     """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
     run: list[TrapPattern] = []
     for i in range(last, 0, -1):
         kind = reader(i).kind
-        if kind == "productive":
+        if kind in _NOT_STUCK:
             break
-        if kind != "unexplained":
+        if kind == "static" or kind == "cycle" or kind == "drift":
             run.append(kind)
     if not run:
         return None
@@ -192,20 +305,28 @@ def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
 
 def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> HealthReport:
     """The improved health and diagnosis of the last `config.window` steps (see module doc)."""
+    return assess_and_read(steps, config)[0]
+
+
+def assess_and_read(
+    steps: Sequence[WindowStep], config: HealthConfig
+) -> tuple[HealthReport, TransitionReading | None]:
+    """`assess_improved`, and the reading of the window's last transition (None with fewer
+    than two steps), from one pass over the window."""
     window = list(steps[-config.window :]) if steps else []
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
     reader = _Reader(window, config)
     judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
     if not judged:
-        return HealthReport(ready=False)
+        return HealthReport(ready=False), None
     stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
-    stuck_returns = [r.returns for r in judged if r.returns and r.kind != "productive"]
+    stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)
     # Persistence over the states after each judged transition, as Eq. 5a reads the window.
     tail = window[-len(judged) :]
-    return judged_report(
+    report = judged_report(
         config,
         tail,
         ready,
@@ -215,3 +336,8 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
         pressure=stagnation,
         pattern=lambda: _pattern(reader, len(window) - 1),
     )
+    if report.trapped and report.pattern is None:
+        # The latest transition made progress or explored: the agent is out, whatever the
+        # earlier steps of the window say, and there is no pattern to name.
+        report = replace(report, trapped=False, blocked=None)
+    return report, judged[-1]

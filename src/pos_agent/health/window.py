@@ -59,6 +59,31 @@ class WindowStep:
     Only the `improved` diagnosis reads it (first-seen entities are exploration); when None it
     counts entities absent from every earlier step of the window instead."""
 
+    action: str | None = None
+    """improved only: the canonical key of the action that led here (equal keys are the same
+    call, see `pos_agent.monitor.actions`); None when unknown. Eq. 5-6 never read it."""
+
+    observation: str | None = None
+    """improved only: a key of the (normalised) observation of the step, when the world comes
+    from a belief; tells "the belief did not change but the agent saw its actions take effect"
+    (drift) from "nothing changed at all" (static). None when unknown or model-free."""
+
+    observation_seen: bool = False
+    """improved only: `observation` is one already seen earlier in the episode, also before
+    the window (the agent went back over known ground)."""
+
+    action_seen: bool = False
+    """improved only: `action` was already made earlier in the episode (also before the
+    window); a call never made before that ends as an earlier one did is a varied attempt."""
+
+    labelled: bool = False
+    """improved only: `progress` was given by the caller (a label or a callable), so it wins
+    over first-seen entities both ways. False: progress is derived, as the PoS agent's is."""
+
+    expected: bool = False
+    """improved only: a repetition the caller declared normal (a poll within its allowance):
+    neither progress nor stuck."""
+
     def __post_init__(self) -> None:
         for name in ("world", "focus"):
             if not isinstance(getattr(self, name), WorldKeys):

@@ -214,6 +214,7 @@ class ReliableModel:
                     repairs=repairs,
                     model=self.spec,
                     structured_mode=spent.structured_mode,
+                    truncated=reply.truncated,
                 )
                 self._store(request, completion, spent.attempts)
                 return completion

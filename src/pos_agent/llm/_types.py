@@ -72,6 +72,9 @@ class Completion:
     included. `parsed` is a validated instance of the requested schema, or None when no schema
     was asked for. `cached` is True when the answer was replayed from the response cache.
     `structured_mode` says how the server or model was held to the schema (None without one).
+    `truncated` is True when the backend stopped the (last) reply at `max_tokens` (finish_reason
+    "length"); a free-text answer is still returned then, and the caller decides what it is
+    worth. A replayed answer does not know it (False).
     """
 
     text: str
@@ -82,6 +85,7 @@ class Completion:
     repairs: int
     model: str
     structured_mode: StructuredMode | None = None
+    truncated: bool = False
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
         """The parsed object, typed as `schema` (raises TypeError when it is something else)."""

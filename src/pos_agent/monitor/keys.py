@@ -21,7 +21,9 @@ from pos_agent.health.distance import WorldKeys
 
 _FACT = re.compile(r"^\s*([^()\s]+)\s*\((.*)\)\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[a-z0-9][a-z0-9'_-]+")
+# A word names a thing only if it has a letter: numbers left after the volatile rules (a count
+# that moved, a speed) are never first-seen things.
+_WORD = re.compile(r"(?=[a-z0-9'_-]*[a-z])[a-z0-9][a-z0-9'_-]+")
 _SPACES = re.compile(r"\s+")
 # Words that name no thing; without this every observation "mentions" everything.
 _FUNCTION_WORD_TEXT = (
@@ -32,7 +34,8 @@ _FUNCTION_WORD_TEXT = (
     "have has had do does did done get got see seen look looks like well now again only up out "
     "off down about around back yet still ever"
 )
-_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+FUNCTION_WORDS = frozenset(_FUNCTION_WORD_TEXT.split())
+_FUNCTION_WORDS = FUNCTION_WORDS
 
 EMPTY_KEYS = WorldKeys(frozenset(), frozenset(), frozenset())
 

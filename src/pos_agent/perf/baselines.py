@@ -214,6 +214,7 @@ class Backbone:
         self.cycle = list(cycle)
         self.turn = 0
         self.rounds = 0
+        self.subgoal = ""
 
     def __call__(self, request: GenerationRequest) -> str:
         user = next((m.content for m in request.messages if m.role == "user"), "")
@@ -271,8 +272,11 @@ class Backbone:
             call = json.loads(self.next_action())
         answer: dict[str, Any] = {"thought": "next query"}
         properties = (request.schema or {}).get("properties", {})
-        if "subgoal" in properties:
-            answer["subgoal"] = f"check service group {self.turn // 5 + 1}"
+        if "new_subgoal" in properties:
+            # A new subgoal every 5 turns, said once (HiAgent's explicit subgoal change).
+            group = f"check service group {self.turn // 5 + 1}"
+            answer["new_subgoal"] = group if group != self.subgoal else ""
+            self.subgoal = group
         if "calls" in properties:
             answer["calls"] = [call]
         else:

@@ -1,15 +1,17 @@
-"""Cost of the trap monitor on a model-free stream (no belief, no progress label).
+"""Cost of the trap monitor on model-free streams (no belief, no progress label).
 
     python -m pos_agent.perf.monitor [--steps 10000] [--repeats 5]
 
-The stream is a text game played by a scripted agent: rooms with objects, walks to new rooms,
-stretches of a repeated `look`, two-room loops and fiddling with irrelevant objects, so that
-every code path (novelty, returns, drift, recovery text when trapped) runs. Observations are
-built before the clock starts, and when a step is trapped its recovery text is read, as a loop
-that shows it to its agent would. The last lines are
-`monitor: <n> steps in <s> s (<mode>; cpu <c> s)` per diagnosis mode, best of --repeats passes;
-the target is under 1 s for 10,000 steps on a 2-core machine. Wall time counts waiting for a
-core when the machine is shared; CPU time is what the monitor itself used.
+Two streams. `text`: a text game played by a scripted agent: rooms with objects, walks to new
+rooms, stretches of a repeated `look`, two-room loops and fiddling with irrelevant objects, so
+that every code path (novelty, returns, drift, recovery text when trapped) runs. `tools`: tool
+calls (JSON arguments) whose outputs carry timestamps, request ids, durations and ports, with
+repeated calls, A/B alternations and new files read, so the volatile rules and the action keys
+run on every step. Observations are built before the clock starts, and when a step's advice
+says to inject or block, its text is read, as a loop that shows it to its agent would. The last
+lines are `monitor: <n> steps in <s> s (<stream>, <mode>; cpu <c> s, <u> us/step)` per stream
+and diagnosis mode, best of --repeats passes; the target is 0.1 ms (100 us) a step. Wall time
+counts waiting for a core when the machine is shared; CPU time is what the monitor itself used.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import argparse
 import random
 import time
 
-from pos_agent.monitor import TrapMonitor
+from pos_agent.monitor import ToolCall, TrapMonitor
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "vo", "pe", "zu"]
 
@@ -62,7 +64,43 @@ def scripted_stream(steps: int, seed: int = 0) -> list[tuple[str, str]]:
     return stream[:steps]
 
 
-def time_monitor(stream: list[tuple[str, str]], health: str) -> tuple[float, float, int]:
+def tool_stream(steps: int, seed: int = 0) -> list[tuple[object, str]]:
+    """(tool call, output) pairs of a scripted tool agent: reading new files, re-running a
+    failing request, alternating edit and test, with noisy outputs."""
+    rng = random.Random(seed)
+    stream: list[tuple[object, str]] = []
+    n = 0
+    while len(stream) < steps:
+        mode = rng.choice(["read", "read", "read", "retry", "edit-test", "search"])
+        for i in range(rng.randint(3, 10)):
+            n += 1
+            call: object
+            stamp = f"2026-12-01T{n % 24:02d}:{n % 60:02d}:{(7 * n) % 60:02d}.{n % 1000:03d}Z"
+            if mode == "read":
+                path = f"src/{name(n)}.py"
+                call = ToolCall("read_file", {"path": path, "limit": 200})
+                output = f"{path} ({n % 90 + 10} lines)\ndef {name(n + 1)}(): return {n}\n"
+            elif mode == "retry":
+                call = ToolCall("shell", {"cmd": "curl -s http://localhost:8080/api/jobs"})
+                output = (
+                    f"HTTP/1.1 503 at {stamp} request_id=req_{n:08x}a "
+                    f"({rng.randint(5, 90)}ms) upstream 10.0.3.{n % 250}:{30000 + n % 999}"
+                )
+            elif mode == "edit-test":
+                if i % 2 == 0:
+                    call = ToolCall("edit", {"path": "calc.py", "old": "a - b", "new": "a + b"})
+                    output = "Edited calc.py."
+                else:
+                    call = ToolCall("shell", {"cmd": "pytest -q tests"})
+                    output = f"F.. 1 failed, 2 passed in 0.{rng.randint(10, 99)}s [{stamp}]"
+            else:
+                call = {"name": "search", "arguments": f'{{"query": "{name(n)}", "page": {i}}}'}
+                output = f"{rng.randint(0, 9)} results for {name(n)} in {rng.randint(1, 40)}ms"
+            stream.append((call, output))
+    return stream[:steps]
+
+
+def time_monitor(stream: list[tuple[object, str]], health: str) -> tuple[float, float, int]:
     """Wall and CPU seconds of one pass of a fresh monitor over the stream, and how many steps
     were trapped."""
     monitor = TrapMonitor(goal="find the golden key", health=health)  # type: ignore[arg-type]
@@ -72,7 +110,8 @@ def time_monitor(stream: list[tuple[str, str]], health: str) -> tuple[float, flo
         report = monitor.observe(action, observation)
         if report.trapped:
             trapped += 1
-            shown = report.recovery  # what a loop would show its agent
+        if report.advice.kind in ("inject", "block"):
+            shown = report.advice.text or report.advice.forbidden_actions  # what a loop shows
             assert shown
     return time.perf_counter() - started, time.process_time() - cpu, trapped
 
@@ -82,18 +121,26 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5, help="Best of this many passes.")
     args = parser.parse_args()
-    stream = scripted_stream(args.steps)
+    streams: dict[str, list[tuple[object, str]]] = {
+        "text": list(scripted_stream(args.steps)),
+        "tools": tool_stream(args.steps),
+    }
     lines = []
-    for health in ("improved", "paper"):
-        runs = [time_monitor(stream, health) for _ in range(args.repeats)]
-        best = min(wall for wall, _, _ in runs)
-        cpu = min(used for _, used, _ in runs)
-        trapped = runs[0][2]
-        print(
-            f"{health}: {args.steps} steps, best of {args.repeats}: {best:.3f} s "
-            f"({1e6 * best / args.steps:.1f} us/step), trapped on {trapped} steps"
-        )
-        lines.append(f"monitor: {args.steps} steps in {best:.3f} s ({health}; cpu {cpu:.3f} s)")
+    for label, stream in streams.items():
+        for health in ("improved", "paper"):
+            runs = [time_monitor(stream, health) for _ in range(args.repeats)]
+            best = min(wall for wall, _, _ in runs)
+            cpu = min(used for _, used, _ in runs)
+            trapped = runs[0][2]
+            print(
+                f"{label}, {health}: {args.steps} steps, best of {args.repeats}: {best:.3f} s "
+                f"({1e6 * best / args.steps:.1f} us/step wall, {1e6 * cpu / args.steps:.1f} "
+                f"us/step cpu), trapped on {trapped} steps"
+            )
+            lines.append(
+                f"monitor: {args.steps} steps in {best:.3f} s ({label}, {health}; "
+                f"cpu {cpu:.3f} s, {1e6 * cpu / args.steps:.1f} us/step)"
+            )
     for line in lines:
         print(line)
 

@@ -191,20 +191,25 @@ def decision_schema(
     return action_schema(listed, bounds)
 
 
-SUBGOAL_HELP = "The subgoal this action serves: repeat the current one until it is done."
+SUBGOAL_FIELD = "new_subgoal"
+SUBGOAL_HELP = (
+    "Empty while the action continues the current subgoal. Only when there is no current "
+    "subgoal, or it is done or cannot be done: the next subgoal, one line."
+)
 
 
 @lru_cache(maxsize=64)
 def with_subgoal(schema: type[BaseModel], bounds: SchemaBounds) -> type[BaseModel]:
-    """A decision schema with a `subgoal` field between the thought and the action (HiAgent:
-    every answer names the subgoal it works on, as upstream's "Subgoal: ... Action: ...")."""
+    """A decision schema with a `new_subgoal` field between the thought and the action (HiAgent:
+    upstream's answer is "Action: ..." while a subgoal goes on, and "Subgoal: ...\nAction: ..."
+    only to start the next one; an empty field is the first, a non-empty one the second)."""
     rest = {n: (f.annotation, f) for n, f in schema.model_fields.items() if n != "thought"}
     thought = schema.model_fields["thought"]
     fields: dict[str, Any] = {
         "thought": (thought.annotation, thought),
         # A short phrase, bounded like a name: under the compact profile a long bound lets the
         # 135M model pad it ("1. 2. 3. ...") past its 128-token budget.
-        "subgoal": (bounded_str(bounds.name_chars), Field(description=SUBGOAL_HELP)),
+        SUBGOAL_FIELD: (bounded_str(bounds.name_chars), Field(description=SUBGOAL_HELP)),
         **rest,
     }
     # Tool decisions stay ToolDecisions (action_text reads them as calls); a plain answer's

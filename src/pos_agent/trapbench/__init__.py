@@ -1,7 +1,9 @@
-"""A labelled trap corpus from real TextWorld games, and detectors scored on it.
+"""Labelled trap corpora and the trap detectors scored on them.
 
-`make` generates games (`games.py`), plays the walkthrough and runs with injected segments in
-the real game (`build.py`, `segments.py`, `session.py`) and stores them (`records.py`,
-`corpus.py`); `eval` runs the detectors (`detectors.py`, `rules.py`) and scores them
-(`metrics.py`, `evaluate.py`).
+Two families: real TextWorld games (`games.py` generates them; `build.py`, `segments.py` and
+`session.py` play the walkthrough and runs with injected segments; `records.py`, `corpus.py`
+store them) and a tool-using agent in a simulated workspace (`toolagent/`). `eval` brings
+both to one shape (`runs.py`), runs the detectors (`detectors.py`: belief health through
+`TrapMonitor`, and the anchors' rules of `anchor_rules.py`) and scores them (`metrics.py`,
+`evaluate.py`).
 """

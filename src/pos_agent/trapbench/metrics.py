@@ -2,25 +2,42 @@
 
 Definitions (as in the comparable study of `../shared/TRAPS.md`):
 
-- A **segment** is detected when an alarm *starts* (is on at a step whose previous step had none)
-  inside it or within `grace` steps after it. Its **delay** is the step of that first start
-  minus the segment's first step (0 = on the segment's first step). The **pattern** is judged
-  at that start.
-- **Non-trap steps** are all steps outside trap segments and outside the `grace` steps after each
-  one; exploration segments (hard negatives) are non-trap steps.
-- **False alarms** per 100 non-trap steps count non-trap steps with the alarm on; **new alarm
+- A **trap segment** is detected when an alarm *starts* (is on at a step whose previous step
+  had none) inside it or within `grace` steps after it. Its **delay** is the step of that first
+  start minus the segment's first step (0 = on the segment's first step). The **pattern** is
+  judged at that start, against the segment's right diagnosis (`Span.pattern`).
+- **Productive segments** (hard negatives: exploration, tests re-run after real edits, paging,
+  many distinct files, a poll that finishes) are non-trap steps; one counts as **alarmed** when
+  the alarm is on at any of its steps.
+- **Non-trap steps** are all steps outside trap segments and outside the `grace` steps after
+  each one. **Alarmed steps** per 100 non-trap steps count those with the alarm on; **new alarm
   starts** count those whose previous step had no alarm.
-- **Clean runs alarmed** is the share of clean trajectories with any alarm at all.
+- **Clean runs alarmed** is the share of trajectories without a trap that have any alarm.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-TRAP_KINDS = ("static", "cycle", "drift")
 GRACE_STEPS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One labelled segment of a run, 0-based and inclusive."""
+
+    kind: str
+    first: int
+    last: int
+    pattern: str | None = None
+    """The right diagnosis of a trap; None marks productive repetition (a hard negative)."""
+
+    @property
+    def trap(self) -> bool:
+        return self.pattern is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +45,7 @@ class LabelledRun:
     """One trajectory as the scorer sees it: per-step labels and the detector's alarms."""
 
     labels: tuple[str, ...]
-    """Per step: "none", "explore" or a trap kind."""
-
-    segments: tuple[tuple[str, int, int], ...]
-    """(kind, first index, last index) of each injected segment, 0-based step indices."""
-
+    segments: tuple[Span, ...]
     alarms: tuple[bool, ...]
     patterns: tuple[str | None, ...]
     clean: bool
@@ -40,10 +53,10 @@ class LabelledRun:
 
 @dataclass
 class DetectorScore:
-    """Every figure of one detector's row in the table."""
+    """Every figure of one detector's row in a table."""
 
-    detected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRAP_KINDS, 0))
-    segments: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TRAP_KINDS, 0))
+    detected: Counter[str] = field(default_factory=Counter)
+    segments: Counter[str] = field(default_factory=Counter)
     delays: list[int] = field(default_factory=list)
     pattern_right: int = 0
     non_trap_steps: int = 0
@@ -51,11 +64,11 @@ class DetectorScore:
     new_alarm_starts: int = 0
     clean_runs: int = 0
     clean_runs_alarmed: int = 0
-    explore_segments: int = 0
-    explore_segments_alarmed: int = 0
+    productive_segments: Counter[str] = field(default_factory=Counter)
+    productive_alarmed: Counter[str] = field(default_factory=Counter)
 
     def recall(self, kind: str | None = None) -> float:
-        kinds = TRAP_KINDS if kind is None else (kind,)
+        kinds = list(self.segments) if kind is None else [kind]
         total = sum(self.segments[k] for k in kinds)
         return sum(self.detected[k] for k in kinds) / total if total else 0.0
 
@@ -80,11 +93,10 @@ class DetectorScore:
     def clean_alarmed_share(self) -> float:
         return self.clean_runs_alarmed / self.clean_runs if self.clean_runs else 0.0
 
-    @property
-    def explore_alarmed_share(self) -> float:
-        if not self.explore_segments:
-            return 0.0
-        return self.explore_segments_alarmed / self.explore_segments
+    def productive_alarmed_share(self, kind: str | None = None) -> float:
+        kinds = list(self.productive_segments) if kind is None else [kind]
+        total = sum(self.productive_segments[k] for k in kinds)
+        return sum(self.productive_alarmed[k] for k in kinds) / total if total else 0.0
 
 
 def alarm_starts(alarms: Sequence[bool]) -> list[int]:
@@ -105,20 +117,20 @@ def _score_run(run: LabelledRun, grace: int, score: DetectorScore) -> None:
         raise ValueError("alarms, patterns and labels must have one entry per step")
     starts = alarm_starts(run.alarms)
     excluded: set[int] = set()
-    for kind, first, last in run.segments:
-        window = range(first, last + grace + 1)
-        if kind == "explore":
-            score.explore_segments += 1
-            score.explore_segments_alarmed += any(run.alarms[i] for i in range(first, last + 1))
+    for span in run.segments:
+        if not span.trap:
+            score.productive_segments[span.kind] += 1
+            alarmed = any(run.alarms[i] for i in range(span.first, span.last + 1))
+            score.productive_alarmed[span.kind] += alarmed
             continue
-        excluded.update(i for i in window if i < len(run.labels))
-        score.segments[kind] += 1
-        start = next((i for i in starts if first <= i <= last + grace), None)
+        excluded.update(i for i in range(span.first, span.last + grace + 1) if i < len(run.labels))
+        score.segments[span.kind] += 1
+        start = next((i for i in starts if span.first <= i <= span.last + grace), None)
         if start is None:
             continue
-        score.detected[kind] += 1
-        score.delays.append(start - first)
-        score.pattern_right += run.patterns[start] == kind
+        score.detected[span.kind] += 1
+        score.delays.append(start - span.first)
+        score.pattern_right += run.patterns[start] == span.pattern
     start_set = set(starts)
     for i in range(len(run.labels)):
         if i in excluded:

@@ -37,6 +37,7 @@ from pos_agent.events import (
     PaceContextEvent,
     SubgoalEvent,
 )
+from pos_agent.roles.schemas import SUBGOAL_FIELD
 
 ACON_NOTE = (
     "Your older steps may be replaced by a summary of them (<HISTORY_SUMMARY>); the steps after "
@@ -49,10 +50,12 @@ PACE_NOTE = (
     "costs no action (at most 3 per step)."
 )
 HIAGENT_NOTE = (
-    "Work in subgoals. In `subgoal`, name the subgoal your action serves: repeat it while it is "
-    "not done, and name the next one once it is done or cannot be done. Completed subgoals are "
-    "shown as summaries; to see one in full again, answer retrieve(i) with its number instead of "
-    "an action: it costs no action."
+    "Work in subgoals: a subgoal is a milestone on the way to the goal, reached by several "
+    "actions. While the current subgoal is not done, leave `new_subgoal` empty: the action "
+    "continues it. When there is no current subgoal, or it is done or cannot be done, write the "
+    "next subgoal (one line) in `new_subgoal` with its first action; that closes the current "
+    "one. Completed subgoals are shown as summaries; to see one in full again, answer "
+    "retrieve(i) with its number instead of an action: it costs no action."
 )
 
 
@@ -312,7 +315,7 @@ class HiAgentAdapter:
 
     def decided(self, answer: BaseModel | None, step: int) -> list[Event]:
         before = self.memory.active
-        text = getattr(answer, "subgoal", None)
+        text = getattr(answer, SUBGOAL_FIELD, None)
         folded = self.memory.set_subgoal(text if isinstance(text, str) else None, step)
         now = self.memory.active
         if now is None or now is before:

@@ -6,6 +6,13 @@ or the failure) so that the harness can put it in the token ledger under its own
 the trace, and so that a result can say how many internal calls a method made next to its
 environment actions. Memory operations never touch the environment: nothing here can spend an
 action.
+
+A text answer cut at its output cap (the backend's finish_reason "length", or, for a replayed
+answer, as many completion tokens as the cap) is never accepted: a summary cut in the middle
+would replace a whole one for good, and a manager plan could lose its `Next:` line. It is
+recorded as a failed call (kind `truncated`, its tokens still counted) and asked once more with
+`TRUNCATION_RETRY_FACTOR` times the budget; cut again, the call has failed, and the method takes
+its usual fallback.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from pydantic import BaseModel
 
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import Completion, Message, Model, ModelFailure
+
+TRUNCATION_RETRY_FACTOR = 2
+"""A text answer cut at its cap is asked again once with this many times the budget."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +69,20 @@ class ModelCaller:
     def text(
         self, role: str, purpose: str, messages: Sequence[Message], *, max_tokens: int
     ) -> str | None:
-        """The answer's text, stripped; None when the call failed or the answer was blank."""
-        answer = self._complete(role, purpose, messages, None, max_tokens)
-        if answer is None:
-            return None
-        text = answer.text.strip()
-        return text or None
+        """The answer's text, stripped; None when the call failed, the answer was blank, or it
+        was cut at its output cap twice (once at `max_tokens`, once at the larger retry budget)."""
+        budget = max_tokens
+        for attempt in range(2):
+            answer = self._complete(role, purpose, messages, None, budget, keep=False)
+            if answer is None:
+                return None
+            if not cut_at_cap(answer, budget):
+                self.record(role, purpose, answer)
+                text = answer.text.strip()
+                return text or None
+            self.record(role, purpose, _as_truncation(answer, budget, retried=attempt > 0))
+            budget = max_tokens * TRUNCATION_RETRY_FACTOR
+        return None
 
     def record(self, role: str, purpose: str, outcome: Completion | ModelFailure) -> None:
         """Keep a call made by other means (an embeddings request)."""
@@ -82,7 +100,11 @@ class ModelCaller:
         messages: Sequence[Message],
         schema: type[BaseModel] | None,
         max_tokens: int,
+        *,
+        keep: bool = True,
     ) -> Completion | None:
+        """The completion, or None after a recorded failure; `keep=False` leaves recording a
+        completion to the caller."""
         try:
             answer = self.model.complete(
                 messages,
@@ -101,5 +123,29 @@ class ModelCaller:
                 # policy (RoleCaller), the case ends unscored instead of measuring a broken set-up.
                 raise
             return None
-        self.record(role, purpose, answer)
+        if keep:
+            self.record(role, purpose, answer)
         return answer
+
+
+def cut_at_cap(answer: Completion, max_tokens: int) -> bool:
+    """Whether a free-text answer stopped at its output cap: the backend said so, or (a replayed
+    answer, which does not carry the flag) it spent the whole cap in one reply."""
+    if answer.truncated:
+        return True
+    return answer.cached and answer.repairs == 0 and answer.usage.completion_tokens >= max_tokens
+
+
+def _as_truncation(answer: Completion, max_tokens: int, *, retried: bool) -> ModelFailure:
+    then = "the call has failed" if retried else "asked again with a larger budget"
+    return ModelFailure(
+        "truncated",
+        f"the answer was cut at its {max_tokens}-token output cap; {then}",
+        attempts=1,
+        last_text=answer.text[:2000],
+        usage=answer.usage,
+        latency_s=answer.latency_s,
+        model=answer.model,
+        cached=answer.cached,
+        structured_mode=answer.structured_mode,
+    )

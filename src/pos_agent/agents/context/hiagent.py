@@ -1,8 +1,12 @@
 """HiAgent: working memory folded by subgoal (paper App. D.2; upstream HiAgent2024/HiAgent,
 `agentboard/agents/cme_final.py`, with the summarizer of the KAnchor218/HiAgent fork).
 
-Every policy answer names a subgoal (it may repeat the current one) next to its action. A new
-subgoal closes the previous one; nothing verifies that it was met. The policy sees, for each
+A subgoal starts only when the policy says so explicitly, as upstream's answer carries a
+`Subgoal:` line only to start the next subgoal (`ContextEfficientAgentV2.run`: any answer with a
+subgoal line opens one, whatever its wording; every other answer is an action under the current
+one). Here the decision's `new_subgoal` field is that line: empty continues the current
+subgoal, any text starts a new one, which closes the previous one; nothing verifies that it was
+met. The policy sees, for each
 completed subgoal, one line `i. Subgoal: ...` with its summary, then the active subgoal with its
 full action-observation trajectory. The summary of a completed subgoal is one LLM call (1-2
 sentences on what happened and whether the subgoal was met), made once and cached: upstream
@@ -42,10 +46,6 @@ def parse_retrieve(action: str | None) -> list[int] | None:
     if not match:
         return None
     return sorted({int(n) for n in match.group(1).split(",")})
-
-
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.lower().split()) == " ".join(b.lower().split())
 
 
 @dataclass
@@ -113,10 +113,11 @@ class SubgoalMemory:
         self._retrieves_left = settings.max_retrieves_per_step
 
     def set_subgoal(self, text: str | None, step: int) -> Subgoal | None:
-        """The subgoal of this step's answer. A new one folds the active one (one summary call)
-        and is returned folded; the same one (or none) changes nothing."""
+        """This step's explicit new subgoal, if the answer started one. Any text starts a new
+        subgoal and folds the active one (one summary call), which is returned; an empty one
+        (or None) continues the active subgoal and changes nothing."""
         text = " ".join((text or "").split())
-        if not text or (self.active is not None and _same(text, self.active.text)):
+        if not text:
             return None
         folded = self.active
         if folded is not None:

@@ -113,8 +113,19 @@ class AconSettings:
 # ACON's threshold and summary cap per benchmark. The paper fixes both per benchmark but does
 # not report them; upstream ACON uses T = 4096 on AppWorld (tool outputs) and 2048 on QA. A
 # threshold only means something if compression happens within the benchmark's step budget:
-# - RCA, ClinDiag, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as
-#   upstream's tool benchmark; cap T/4, so the next compression does not fire right after one.
+# - RCA, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as upstream's
+#   tool benchmark; cap T/4, so the next compression does not fire right after one. Measured on
+#   RCA (`python -m pos_agent.perf.acon_turns --bench rca`, 25 rca-nezha incidents x 50 turns
+#   of one call, a lower bound: a turn may carry 3): 153 tokens median (p90 650, max 750);
+#   4096 fires in 25 of 25 cases, first at step 22 (median) of 50. LOCA is not measured
+#   offline here (its cases need LOCA's runtime and minutes of data generation each); its
+#   observations are file and database contents, larger than RCA's.
+# - ClinDiag: the offline answers are clipped (4 lines / 1,500 characters), so a turn is small:
+#   measured by `python -m pos_agent.perf.acon_turns` over 25 Common cases x 29 questions,
+#   47 tokens median (p90 116, max 297). At 4096 the trigger fires in 0 of 25 cases within the
+#   30 calls (2048: 3 of 25), so ACON would be the raw trajectory; 512 fires in 25 of 25, first
+#   at step 11 (median), then every five or so turns. Cap T/2, as on ALFWorld: the summary
+#   must keep every finding with its value.
 # - ALFWorld: a turn is about 20 tokens (measured: 19.5 median on alfworld-mini, 4 chars a
 #   token), so 2048 would never fire in its 50 steps and ACON would be the raw trajectory; 512
 #   first fires after about 25 steps, then every dozen or so. Cap T/2: the summary must keep
@@ -125,7 +136,7 @@ ACON_LIMITS: dict[Family, tuple[int, int]] = {
     "alfworld": (512, 256),
     "scienceworld": (2048, 512),
     "textworld-express": (2048, 512),
-    "clindiag": (4096, 1024),
+    "clindiag": (512, 256),
     "rca": (4096, 1024),
     "loca": (4096, 1024),
     "other": (2048, 512),
@@ -219,12 +230,17 @@ class LongHorizonSettings:
     """Output cap of manager, executor-report and auditor calls (the suite's generation budget)."""
     repair_tokens: int = 512
     """Output cap of the one header-repair call."""
-    manager_history_chars: int = 36_000
-    """Characters of audit reports the manager sees, oldest dropped first (upstream default)."""
+    manager_history_chars: int = 100_000
+    """Characters of audit reports the manager sees, oldest dropped first. Upstream's run value:
+    `RunConfig.role_history_chars = 100_000` (src/lh_harness/types.py at v0.1.7), which
+    manager.py passes to the manager prompt; 36,000 is only the prompt builder's fallback
+    argument, never used by a run."""
     related_report_chars: int = 60_000
-    """Characters of the cited audit reports an executor or auditor sees (upstream default)."""
+    """Characters of the cited audit reports an executor or auditor sees (upstream's run value,
+    `RunConfig.role_verified_context_chars`)."""
     executor_output_chars: int = 24_000
-    """Characters of the executor's report the auditor sees (upstream default)."""
+    """Characters of the executor's report the auditor sees (upstream's run value,
+    `RunConfig.auditor_output_chars`)."""
 
     def __post_init__(self) -> None:
         if min(self.max_rounds, self.executor_actions, self.generation_tokens) <= 0:

@@ -267,15 +267,43 @@ class Case:
                 "are running after start-up; see the bridge log",
             )
         self.server_pids = children
+        hints = self._read_only_hints()
         return [
             {
                 "name": f["function"]["name"],
                 "description": f["function"].get("description", ""),
                 "parameters": f["function"].get("parameters")
                 or {"type": "object", "properties": {}},
+                # The server's own MCP annotation, where it gives one (LOCA's runner drops it).
+                **(
+                    {"read_only": hints[f["function"]["name"]]}
+                    if f["function"]["name"] in hints
+                    else {}
+                ),
             }
             for f in functions
         ]
+
+    def _read_only_hints(self) -> dict[str, bool]:
+        """`readOnlyHint` per tool, for the tools whose server annotates it; {} when the list
+        cannot be read (the adapter's reviewed table then decides, see tool_access.py)."""
+        from gem.tools.mcp_tool import _run_async
+
+        async def listed() -> Any:
+            async with self.tool.client:
+                return await self.tool.client.list_tools()
+
+        try:
+            tools = _run_async(listed())
+        except Exception as exc:  # an unreadable list is not a broken case
+            print(f"tool annotations unavailable: {exc!r}", file=sys.stderr)
+            return {}
+        hints: dict[str, bool] = {}
+        for tool in tools:
+            hint = getattr(getattr(tool, "annotations", None), "readOnlyHint", None)
+            if isinstance(hint, bool):
+                hints[str(tool.name)] = hint
+        return hints
 
     def _rewrite(self, name: str, stdio: dict[str, Any]) -> dict[str, Any]:
         """The installed equivalent of a launch command that would fetch (uv run, uvx, npx)."""

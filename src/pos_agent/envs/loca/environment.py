@@ -31,6 +31,7 @@ from pos_agent.envs._types import EnvError, Observation, TaskKind
 from pos_agent.envs.loca.bridge_client import BridgeClient, BridgeFailure, BridgeUsageError
 from pos_agent.envs.loca.cases import ENV_NAME, LocaCase, find_case, length_tokens, locate_checkout
 from pos_agent.envs.loca.runtime import ensure_runtime
+from pos_agent.envs.loca.tool_access import with_access
 
 # Paper App. C / Table 6: 100 MCP tool calls per case (LOCA's own runner defaults to 500).
 DEFAULT_MAX_TOOL_CALLS = 100
@@ -201,7 +202,9 @@ class LocaEnvironment(BudgetedEnvironment):
             )
         except BridgeUsageError as exc:
             raise EnvError(f"LOCA case {self.case.task_id} seed {self.case.seed}: {exc}") from exc
-        self.tools = list(answer["tools"])
+        # Each tool says whether it only reads or submits (the reviewed table of tool_access):
+        # LongHorizon-Harness's auditor gets the read-only ones, never a guess from the name.
+        self.tools = [with_access(tool) for tool in answer["tools"]]
         self.tool_names = {str(t["name"]) for t in self.tools}
         self.setup_info = {k: answer.get(k) for k in ("context_tokens", "tokenizer", "timings")}
         self.setup_info["agent_workspace"] = answer.get("agent_workspace")

@@ -2,11 +2,14 @@
 
 - The executor gets every action except a terminal submission: the final answer is submitted
   from verified state by the harness, not by an executor mid-round.
-- The auditor gets read-only actions only. In tool environments those are the tools that neither
-  submit nor write (a tool may also say so itself with a `read_only` or `terminal` flag); in the
-  text games they are the looking verbs of each game (`look`, `inventory`, `examine`, ...).
+- The auditor gets read-only actions only. In tool environments a tool's own `read_only` and
+  `terminal` flags decide (LOCA sets them on every tool from MCP annotations or its reviewed
+  table, `envs/loca/tool_access.py`); only a tool without flags (the project's own RCA and
+  ClinDiag tools) is judged by its name: neither a submission nor a writing verb. In the text
+  games they are the looking verbs of each game (`look`, `inventory`, `examine`, ...).
 - The final answer gets only the terminal tool(s).
 Executor and auditor also get `finish`, which ends their turn without an environment action.
+Every view keeps the environment's calls per turn (RCA: 3), as every other method gets them.
 """
 
 from __future__ import annotations
@@ -104,6 +107,28 @@ def is_finish(action: str | None) -> bool:
     return any(isinstance(c, dict) and c.get("tool") == FINISH for c in calls)
 
 
+def split_finish(action: str | None) -> tuple[str | None, bool]:
+    """The environment action an answer holds, and whether it also ends the role's turn.
+
+    `finish` alone is (None, True); a tool turn that lists real calls and `finish` keeps the real
+    calls (they are taken) and ends the turn after them; anything else is (action, False)."""
+    text = (action or "").strip()
+    if not text or text.lower() == FINISH:
+        return None, bool(text)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return action, False
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    real = [c for c in calls if not (isinstance(c, dict) and c.get("tool") == FINISH)]
+    if len(real) == len(calls):
+        return action, False
+    if not real:
+        return None, True
+    kept = real[0] if len(real) == 1 else real
+    return json.dumps(kept, ensure_ascii=False), True
+
+
 def _restrict(
     observation: Observation,
     tools: list[dict[str, Any]] | None,
@@ -118,7 +143,7 @@ def _restrict(
         observation,
         tools=tools,
         admissible_actions=actions,
-        max_calls=1 if tools is not None else observation.max_calls,
+        max_calls=observation.max_calls,
     )
 
 

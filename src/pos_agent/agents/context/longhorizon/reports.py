@@ -165,6 +165,7 @@ def parse_audit_report(text: str, round_number: int) -> AuditReport:
 
 _SECTIONS = {
     "task state": "state",
+    "current task state": "state",
     "task contract": "contract",
     "dependencies": "dependencies",
     "dependency assessment": "dependencies",
@@ -172,6 +173,7 @@ _SECTIONS = {
     "subtask": "subtask",
     "acceptance criteria": "criteria",
     "related audit rounds": "related",
+    "related audit reports": "related",
     "boundaries": "boundaries",
 }
 _ROUTES: dict[str, Route] = {

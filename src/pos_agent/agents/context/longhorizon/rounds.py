@@ -34,7 +34,7 @@ from pos_agent.agents.context.longhorizon.actions import (
     auditor_view,
     executor_view,
     final_view,
-    is_finish,
+    split_finish,
     terminal_tools,
 )
 from pos_agent.agents.context.longhorizon.reports import (
@@ -228,6 +228,7 @@ class _Episode:
                 number,
                 self.actions_left(),
                 self.settings.manager_history_chars,
+                self.settings.max_rounds,
             ),
             max_tokens=self.settings.generation_tokens,
         )
@@ -266,7 +267,12 @@ class _Episode:
     def execute(self, round_: Round) -> None:
         assert round_.plan is not None
         base = prompts.role_context(
-            self.task, round_.plan, self.state, self.contract, self.related_reports(round_.plan)
+            self.task,
+            round_.plan,
+            round_.manager_text or "",
+            self.state,
+            self.contract,
+            self.related_reports(round_.plan),
         )
         for _ in range(self.settings.executor_actions):
             if self.actions_left() <= 0 or self.observation.done:
@@ -281,9 +287,13 @@ class _Episode:
                     self.actions,
                 )
             )
-            if action is None or is_finish(action) or not allowed(action, view):
+            if action is None or not allowed(action, view):
                 break
-            round_.executor_turns.append(self.act("executor", action))
+            real, finished = split_finish(action)
+            if real is not None:
+                round_.executor_turns.append(self.act("executor", real))
+            if finished or real is None:
+                break
         report = self.harness.caller.text(
             "executor",
             "report",
@@ -297,7 +307,12 @@ class _Episode:
     def audit(self, round_: Round) -> None:
         assert round_.plan is not None
         base = prompts.role_context(
-            self.task, round_.plan, self.state, self.contract, self.related_reports(round_.plan)
+            self.task,
+            round_.plan,
+            round_.manager_text or "",
+            self.state,
+            self.contract,
+            self.related_reports(round_.plan),
         )
         claim = (round_.executor_report or "")[: self.settings.executor_output_chars]
         for _ in range(self.settings.auditor_queries):
@@ -315,10 +330,14 @@ class _Episode:
                     self.actions,
                 )
             )
-            if action is None or is_finish(action) or not allowed(action, view):
+            if action is None or not allowed(action, view):
                 break
-            round_.auditor_turns.append(self.act("auditor", action))
-            self.queries += 1
+            real, finished = split_finish(action)
+            if real is not None:
+                round_.auditor_turns.append(self.act("auditor", real))
+                self.queries += 1
+            if finished or real is None:
+                break
         messages = prompts.auditor_report_messages(
             base, claim, self.observation.text, round_.auditor_turns
         )

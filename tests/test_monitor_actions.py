@@ -1,0 +1,120 @@
+"""Actions as a signal: canonical tool calls, near-duplicates, and repeated call sequences caught
+while the outputs keep changing."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pos_agent.monitor import ToolCall, TrapMonitor, canonical_action
+from pos_agent.monitor.volatile import normalise
+
+
+def key(action: object) -> str:
+    return canonical_action(action, normalise).key
+
+
+def test_tool_calls_ignore_key_order_whitespace_and_spelling_of_the_call() -> None:
+    forms = [
+        ToolCall("read_file", {"path": "a.py", "limit": 50}),
+        ToolCall("read_file", '{ "limit": 50,\n  "path": "a.py" }'),
+        {"name": "read_file", "arguments": '{"path":"a.py","limit":50}'},
+        {
+            "type": "function",
+            "function": {"name": "read_file", "arguments": {"limit": 50, "path": "a.py"}},
+        },
+        {"tool": "read_file", "args": {"path": "a.py", "limit": 50}},
+        SimpleNamespace(name="read_file", arguments='{"path": "a.py", "limit": 50}'),
+    ]
+    assert len({key(f) for f in forms}) == 1
+    assert canonical_action(forms[0], normalise).text == 'read_file {"limit":50,"path":"a.py"}'
+    assert key(ToolCall("read_file", {"path": "b.py", "limit": 50})) != key(forms[0])
+    assert key(ToolCall("read_file", {"path": "a.py", "limit": 60})) != key(forms[0])
+
+
+def test_odd_arguments_never_raise() -> None:
+    assert key(ToolCall("shell", "not json {")) == "shell not json {"
+    assert key(ToolCall("shell", {"x": object()})).startswith("shell {")
+    assert key({"no": "name"}) == "{'no': 'name'}"
+    assert key(None) == "none"
+
+
+def test_volatile_arguments_and_countdowns_are_one_call() -> None:
+    first = ToolCall("shell", {"cmd": "sleep 5 && curl -H 'X-Request-Id: 9f8e7d6c' svc"})
+    second = ToolCall("shell", {"cmd": "sleep 5 && curl -H 'X-Request-Id: 0a1b2c3d' svc"})
+    assert key(first) == key(second)
+    assert key("Retry 3: fetch the page") == key("Retry 4: fetch the page")
+    assert key("open box 1") != key("open box 2")  # a number that names a thing stays
+
+
+def test_reworded_prose_is_one_action_to_the_monitor() -> None:
+    monitor = TrapMonitor()
+    messages = [
+        "I apologize for the confusion, let me provide the complete updated version of the file.",
+        "Apologies for the confusion: let me now provide the complete updated version of that file.",
+        "I apologize again for the confusion, let me provide the complete updated version of the file below.",
+    ]
+    reports = [monitor.observe(messages[i % 3], "Error: the file is incomplete.") for i in range(8)]
+    assert reports[-1].trapped and reports[-1].pattern == "static"
+    assert len({monitor._window[i].step.action for i in range(len(monitor._window))}) == 1
+    other = canonical_action("Let me run the test suite to check which tests fail now.", normalise)
+    first = canonical_action(messages[0], normalise)
+    assert first.words is not None and not first.same(other)
+
+
+def test_identical_calls_with_changing_outputs_are_caught() -> None:
+    # The issue's curl: each output carries a new timestamp and request id.
+    monitor = TrapMonitor()
+    for i in range(6):
+        report = monitor.observe(
+            ToolCall("shell", {"cmd": "curl -s http://localhost:8080/api"}),
+            f"< HTTP/1.1 500\n< Date: Tue, 01 Dec 2026 09:4{i}:07 GMT\n< X-Request-Id: 7a{i}c9e2f\n"
+            '{"error": "upstream unavailable"}',
+        )
+    assert report.trapped and report.pattern == "static"
+
+
+def test_an_edit_test_loop_whose_output_only_changes_its_duration_is_a_cycle() -> None:
+    monitor = TrapMonitor()
+    edit = ToolCall("edit", {"path": "calc.py", "old": "a - b", "new": "a + b"})
+    test = ToolCall("shell", {"cmd": "pytest -q"})
+    for i in range(8):
+        if i % 2 == 0:
+            report = monitor.observe(edit, "Edited calc.py.")
+        else:
+            report = monitor.observe(test, f"F.. 1 failed, 2 passed in 0.{50 + i}s")
+    assert report.trapped and report.pattern == "cycle" and report.health.lag == 2
+
+
+def test_edits_whose_test_results_change_are_productive() -> None:
+    monitor = TrapMonitor()
+    results = [
+        "FAILED test_add - NameError: name 'sub' is not defined. 3 failed in 0.51s",
+        "FAILED test_mul - TypeError: unsupported operand. 2 failed in 0.48s",
+        "FAILED test_div - ZeroDivisionError: division by zero. 1 failed in 0.55s",
+        "4 passed in 0.47s",
+    ]
+    for i, result in enumerate(results):
+        monitor.observe(ToolCall("edit", {"path": "calc.py", "line": 10 + i}), "Edited calc.py.")
+        report = monitor.observe(ToolCall("shell", {"cmd": "pytest -q"}), result)
+        assert not report.trapped
+
+
+def test_a_three_call_cycle_is_caught_from_the_calls() -> None:
+    monitor = TrapMonitor()
+    files = ["a.py", "b.py", "c.py"]
+    for i in range(9):
+        path = files[i % 3]
+        report = monitor.observe(
+            ToolCall("read_file", {"path": path}), f"# {path}\nx = 1  # read at 09:4{i}:00"
+        )
+    assert report.trapped and report.pattern == "cycle" and report.health.lag == 3
+
+
+def test_paging_through_results_is_not_a_trap() -> None:
+    monitor = TrapMonitor()
+    for page in range(1, 10):
+        report = monitor.observe(
+            ToolCall("search", {"query": "TODO", "page": page}),
+            f"page {page}: src/mod{page}.py:12 TODO tidy item{page} (0.0{page}s)",
+        )
+        assert not report.trapped

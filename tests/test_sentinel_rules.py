@@ -307,7 +307,7 @@ def test_every_rule_is_named_and_findings_serialize() -> None:
         assert finding.to_dict()["records"] == list(finding.records)
 
 
-# -- evidential support (DESIGN §3.2) and plans that are not states --------------------------------
+# -- evidential support (DESIGN §3.2) and plans that are not states -----------------------------
 
 MICROWAVE_OBS = {
     **OBS,

@@ -58,7 +58,8 @@ def raw_policy(
     user = (
         f"Goal: {goal}\n\nStep 0:\n{first_observation.strip()}\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
-        + f"\n{position_line(step)}\n\n{actions_block(actions, tools, max_calls, limit=action_limit)}"
+        + f"\n{position_line(step)}\n\n"
+        + actions_block(actions, tools, max_calls, limit=action_limit)
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
 

@@ -9,8 +9,8 @@ A 135M model is another matter: under constrained decoding it repeats list items
 until the budget runs out, and its answers must close within a few hundred tokens to be usable.
 The `compact` profile holds the tight bounds it needs (128 policy tokens, a 60-character thought,
 6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities and 60 admissible
-actions in a prompt, a "Return few ops." line for the belief model, ...). It is chosen for the embedded model
-(`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
+actions in a prompt, a "Return few ops." line for the belief model, ...). It is chosen for the
+embedded model (`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
 """
 
 from __future__ import annotations

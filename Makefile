@@ -4,7 +4,7 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: install loca-runtime test test-fast lint typecheck pytest demo bench-overhead clean
+.PHONY: install loca-runtime test test-fast test-core lint typecheck pytest demo bench-overhead clean
 
 DEMO_STEPS ?= 12
 
@@ -38,6 +38,18 @@ test: lint typecheck pytest
 # The edit loop: lint, types and every test not marked slow. CI runs the full `make test`.
 test-fast: lint typecheck
 	$(RUN) pytest -m "not slow"
+
+# The core as a user without extras gets it: core and dev dependencies only (no environments,
+# no local model weights, no pyarrow), in a venv of its own ($(CORE_VENV)); then lint, types and
+# the fast tests, where the tests that need an extra skip and say which.
+CORE_VENV ?= /tmp/pos-core-venv
+CORE_RUN := UV_PROJECT_ENVIRONMENT=$(CORE_VENV) $(UV) run --frozen --no-sync
+test-core:
+	UV_PROJECT_ENVIRONMENT=$(CORE_VENV) $(UV) sync --frozen
+	$(CORE_RUN) ruff check .
+	$(CORE_RUN) ruff format --check .
+	$(CORE_RUN) mypy
+	$(CORE_RUN) pytest -m "not slow"
 
 # One PoS episode on alfworld-mini heat-mug with the embedded local model (no key, no network),
 # then the trace rendered as one HTML page.

@@ -27,6 +27,8 @@ class Behaviour:
     status: int = 200
     message: str = ""
     request_times: list[float] = field(default_factory=list)
+    fail_first: int = 0
+    """The first this-many requests fail with HTTP 500 (an outage that then ends)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,6 +40,9 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = self.behaviour
         behaviour.request_times.append(time.monotonic())
         time.sleep(behaviour.latency_s)
+        if len(behaviour.request_times) <= behaviour.fail_first:
+            self._send(500, {"error": {"message": "the server is restarting", "type": "x"}})
+            return
         if behaviour.status != 200:
             self._send(behaviour.status, {"error": {"message": behaviour.message, "type": "x"}})
             return

@@ -336,7 +336,7 @@ def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: An
         options=ModelOptions(max_retries=1),
         sleep=lambda _: None,
     )
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="pos", max_steps=3)
+    spec = CaseSpec(env="toy", task="heat-mug", agent="pos", max_steps=3)
     result = run_case(spec, tmp_path, run_name="down", load=lambda _spec, _role: down)
     assert result.status == "infra_error" and not result.success
     assert "unavailable" in (result.error or "")
@@ -349,7 +349,7 @@ def test_case_setting_for_the_global_audit_reaches_the_agent(tmp_path: Any) -> N
     counts = {}
     for every in (2, 0):
         spec = CaseSpec(
-            env="alfworld-mini", task="heat-mug", agent="pos", max_steps=6, global_audit_every=every
+            env="toy", task="heat-mug", agent="pos", max_steps=6, global_audit_every=every
         )
         run_case(spec, tmp_path / str(every), run_name="g", load=lambda _s, _r: Script().model())
         events = read_events(tmp_path / str(every))
@@ -382,7 +382,7 @@ def test_every_event_the_harness_writes_is_a_declared_kind(tmp_path: Any) -> Non
     ):
         _, events = run(script, tmp_path / name)
         seen |= {e.event for e in events}
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", max_steps=2)
+    spec = CaseSpec(env="toy", task="heat-mug", agent="raw", max_steps=2)
     run_case(
         spec,
         tmp_path / "raw",

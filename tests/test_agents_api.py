@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pos_agent.agents as agents
+from extras import needs_alfworld
 from pos_agent.agents import Episode, PosAgent, PosConfig, RawAgent, RoleModels
 from pos_agent.envs import make_env
 from pos_agent.llm import ScriptedModel
@@ -13,6 +14,7 @@ def test_every_exported_name_exists() -> None:
     assert missing == []
 
 
+@needs_alfworld
 def test_the_docstring_example_plays_an_episode() -> None:
     model = ScriptedModel()  # answers every schema with its smallest valid object
     with make_env("alfworld-mini", "heat-mug", max_steps=2) as env:

@@ -25,7 +25,7 @@ TASKS = "[heat-mug, cool-apple, clean-cloth, examine-book, two-cds, put-keychain
 
 def write_suite(tmp_path: Path, max_steps: int) -> str:
     path = tmp_path / "suite.yaml"
-    path.write_text(f"name: procs\nenv: alfworld-mini\ntasks: {TASKS}\nmax_steps: {max_steps}\n")
+    path.write_text(f"name: procs\nenv: toy\ntasks: {TASKS}\nmax_steps: {max_steps}\n")
     return str(path)
 
 

@@ -36,7 +36,7 @@ def invoke(*args: str) -> Any:
 
 def scripted_specs(tasks: list[str], agent: str = "raw", max_steps: int = 3) -> list[CaseSpec]:
     return [
-        CaseSpec(env="alfworld-mini", task=t, agent=agent, model="scripted", max_steps=max_steps)
+        CaseSpec(env="toy", task=t, agent=agent, model="scripted", max_steps=max_steps)
         for t in tasks
     ]
 
@@ -44,7 +44,7 @@ def scripted_specs(tasks: list[str], agent: str = "raw", max_steps: int = 3) -> 
 def suite_file(tmp_path: Path, tasks: str, **fields: Any) -> str:
     extra = "".join(f"{k}: {json.dumps(v)}\n" for k, v in fields.items())
     path = tmp_path / "suite.yaml"
-    path.write_text(f"name: tiny\nenv: alfworld-mini\ntasks: {tasks}\nmax_steps: 3\n{extra}")
+    path.write_text(f"name: tiny\nenv: toy\ntasks: {tasks}\nmax_steps: 3\n{extra}")
     return str(path)
 
 
@@ -91,12 +91,12 @@ def test_without_preflight_config_errors_are_unscored_and_resume_reruns_them(
         assert broken.exit_code == 1, broken.output
         assert "no case produced a scored result" in broken.output
         assert "1 config_error: the set-up is broken" in broken.output
-        first = read_result(tmp_path / "runs" / "r" / "raw__alfworld-mini__heat-mug")
+        first = read_result(tmp_path / "runs" / "r" / "raw__toy__heat-mug")
         assert first is not None and first.status == "config_error"
         behaviour.status = 200  # the user fixed the key
         fixed = invoke(*args, "--resume")
     assert fixed.exit_code == 0, fixed.output
-    again = read_result(tmp_path / "runs" / "r" / "raw__alfworld-mini__heat-mug")
+    again = read_result(tmp_path / "runs" / "r" / "raw__toy__heat-mug")
     assert again is not None and again.status in ("success", "failure"), "rerun and scored"
 
 
@@ -114,9 +114,7 @@ def test_a_typo_in_the_task_list_or_model_spec_is_refused_before_any_case(tmp_pa
     with pytest.raises(SetupError, match=r"no task.*heat-mugg"):
         validate_cases(scripted_specs(["heat-mug", "heat-mugg"]))
     with pytest.raises(SetupError, match="unknown model spec 'bogus:x'"):
-        validate_cases(
-            [CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", model="bogus:x")]
-        )
+        validate_cases([CaseSpec(env="toy", task="heat-mug", agent="raw", model="bogus:x")])
     with pytest.raises(SetupError, match="more than once"):
         validate_cases(scripted_specs(["heat-mug", "heat-mug"]))
     done = invoke(
@@ -151,9 +149,7 @@ def test_every_status_is_either_scored_or_listed_and_the_summary_agrees(tmp_path
     assert set(SCORED_STATUSES) == {"success", "failure"} and set(SCORED_STATUSES) < set(STATUSES)
     specs = [
         *scripted_specs(["heat-mug"]),
-        CaseSpec(
-            env="alfworld-mini", task="cool-apple", agent="raw", model="scripted", max_steps=0
-        ),
+        CaseSpec(env="toy", task="cool-apple", agent="raw", model="scripted", max_steps=0),
     ]
     results = run_bench(specs, BenchConfig(run_dir=tmp_path / "run"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -263,7 +259,7 @@ def test_report_lists_cases_the_run_never_recorded(tmp_path: Path) -> None:
 def test_run_names_may_not_escape_out(tmp_path: Path, name: str) -> None:
     with pytest.raises(RunFolderError, match="one folder name inside --out"):
         check_run_name(name)
-    done = invoke("run", "alfworld-mini", "heat-mug", "--agent", "expert",
+    done = invoke("run", "toy", "heat-mug", "--agent", "expert",
                   "--out", str(tmp_path / "runs"), "--run", name)  # fmt: skip
     assert done.exit_code == 2 and "one folder name" in done.output, done.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "runs").exists()
@@ -296,7 +292,7 @@ def test_record_files_are_created_0644_like_traces(tmp_path: Path) -> None:
 
 
 def test_view_of_a_trace_that_is_not_utf8_says_so(tmp_path: Path) -> None:
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="expert")
+    spec = CaseSpec(env="toy", task="heat-mug", agent="expert")
     run_case(spec, tmp_path / "c", run_name="r")
     (tmp_path / "c" / "events.jsonl").write_bytes(b'{"v": 1, "event": "episode_start"}\n\xff\xfe\n')
     done = invoke("view", str(tmp_path / "c"))
@@ -310,7 +306,7 @@ def test_view_of_a_trace_that_is_not_utf8_says_so(tmp_path: Path) -> None:
 def test_server_text_with_markup_neither_crashes_nor_loses_text(tmp_path: Path) -> None:
     with fake_openai(Behaviour(status=401, message=MARKUP)) as (url, _):
         done = invoke(
-            "run", "alfworld-mini", "heat-mug", "--agent", "raw", "--model", "openai:m",
+            "run", "toy", "heat-mug", "--agent", "raw", "--model", "openai:m",
             "--base-url", url, "--max-retries", "0", "--out", str(tmp_path), "--run", "r",
             "--max-steps", "2",
         )  # fmt: skip
@@ -354,7 +350,7 @@ def test_timeout_and_retries_reach_the_model_from_cli_and_suite(tmp_path: Path) 
 def test_a_case_time_limit_ends_it_unscored_and_says_where_the_time_went(tmp_path: Path) -> None:
     # The server holds each request for a minute; the request deadline (30 s) would let it.
     with fake_openai(Behaviour(latency_s=60.0)) as (url, behaviour):
-        spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="raw", model="openai:m")
+        spec = CaseSpec(env="toy", task="heat-mug", agent="raw", model="openai:m")
         started = time.monotonic()
         result = run_case(
             spec,
@@ -405,8 +401,8 @@ def test_task_descriptions_from_data_files_are_listed_as_text(
     import pos_agent.cli.envs as envs_cli
     from pos_agent.envs import TaskSpec
 
-    odd = TaskSpec("alfworld-mini", "t1", "Pick", "test", "call GET [/api/cart] then [/]")
+    odd = TaskSpec("toy", "t1", "Pick", "test", "call GET [/api/cart] then [/]")
     monkeypatch.setattr(envs_cli, "list_tasks", lambda _env, _split: [odd])
-    done = CliRunner().invoke(app, ["envs", "alfworld-mini"], terminal_width=200)
+    done = CliRunner().invoke(app, ["envs", "toy"], terminal_width=200)
     assert done.exit_code == 0, done.output
     assert "[/api/cart] then [/]" in done.output

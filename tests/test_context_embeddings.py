@@ -4,6 +4,7 @@ batching, usage, retries on 429, a rejected key, bad answers, and the scorer a s
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ class EmbeddingServer:
         self.bodies: list[dict[str, Any]] = []
         self.auth: list[str] = []
         self.drop_one = False
+        self.usage: Any = None  # None: an honest count, 3 tokens per input
+        self.raw_reply: bytes | None = None  # sent as is (status 200) instead of embeddings
+        self.hold = threading.Event()  # set: the next replies wait until `release` is set
+        self.release = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +47,8 @@ class EmbeddingServer:
                 server.bodies.append(body)
                 server.auth.append(self.headers.get("authorization", ""))
                 status = server.statuses.popleft() if server.statuses else 200
+                if server.hold.is_set():
+                    server.release.wait(timeout=30)
                 if status != 200:
                     payload: dict[str, Any] = {"error": {"message": f"status {status}"}}
                 else:
@@ -60,9 +67,14 @@ class EmbeddingServer:
                         "object": "list",
                         "data": data,
                         "model": body["model"],
-                        "usage": {"prompt_tokens": 3 * len(texts), "total_tokens": 3 * len(texts)},
+                        "usage": {
+                            "prompt_tokens": 3 * len(texts)
+                            if server.usage is None
+                            else server.usage,
+                            "total_tokens": 3 * len(texts),
+                        },
                     }
-                raw = json.dumps(payload).encode()
+                raw = json.dumps(payload).encode() if server.raw_reply is None else server.raw_reply
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(raw)))
@@ -87,6 +99,7 @@ def server() -> Iterator[EmbeddingServer]:
     fake = EmbeddingServer()
     fake.thread.start()
     yield fake
+    fake.release.set()
     fake.httpd.shutdown()
     fake.httpd.server_close()
 
@@ -111,6 +124,15 @@ def test_batches_of_ten_with_usage_and_the_key_sent(server: EmbeddingServer) -> 
     assert answer.prompt_tokens == 39
     assert server.auth[0] == f"Bearer {SECRET}"
     assert SECRET not in repr(embedder)
+
+
+@pytest.mark.parametrize("sent", [-40, 10**12, "39", 2.5])
+def test_usage_that_cannot_be_right_is_estimated_not_stored(
+    server: EmbeddingServer, sent: Any
+) -> None:
+    server.usage = sent
+    answer = load_embedder("openai:text-embedding-3-small", options(server)).embed(["a b c"])
+    assert isinstance(answer.prompt_tokens, int) and 0 < answer.prompt_tokens < 100
 
 
 def test_retries_a_429_then_succeeds_and_a_rejected_key_is_a_config_failure(
@@ -156,3 +178,65 @@ def test_specs_without_a_key_or_of_an_unknown_form_fail_with_what_to_do() -> Non
         make_scorer("openai:text-embedding-3-small", caller)
     with pytest.raises(ModelFailure, match="tfidf, openai:MODEL or dashscope:MODEL"):
         make_scorer("bert", caller)
+
+
+def test_embeddings_need_no_openai_sdk(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `openai` extra installs httpx only: embeddings must work without the SDK."""
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` now fails
+    embedder = load_embedder("openai:text-embedding-3-small", options(server))
+    assert len(embedder.embed(["a", "b"]).vectors) == 2
+
+
+def test_the_base_url_and_key_come_from_the_chat_backends_lookup(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    embedder = load_embedder("openai:e", ModelOptions(backoff_base_s=0.0))
+    assert embedder.embed(["a"]).vectors == [[1.0, 1.0, 1.0]]
+    assert server.auth == [""]  # a server named by URL may need no key
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    load_embedder("openai:e", ModelOptions()).embed(["a"])
+    assert server.auth[-1] == f"Bearer {SECRET}"
+    monkeypatch.setenv("DASHSCOPE_BASE_URL", server.base_url)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dash")
+    load_embedder("dashscope:text-embedding-v4").embed(["a"])
+    assert server.auth[-1] == "Bearer sk-dash"
+
+
+def test_a_stalled_server_hits_the_whole_request_deadline(server: EmbeddingServer) -> None:
+    server.hold.set()
+    embedder = load_embedder("openai:e", options(server, timeout_s=0.3, max_retries=1))
+    with pytest.raises(ModelFailure) as stalled:
+        embedder.embed(["a"])
+    assert stalled.value.kind == "timeout" and stalled.value.attempts == 2
+    assert "within 0.3s" in stalled.value.message
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (b"<html>not an API</html>", "not an embeddings list"),
+        (
+            json.dumps({"data": [{"index": 0, "embedding": ["x"]}]}).encode(),
+            "0 usable vectors for 1 inputs",
+        ),
+        (b"x" * 5000, "larger than the 2,048-byte limit"),
+    ],
+)
+def test_replies_that_hold_no_vectors_are_schema_failures(
+    server: EmbeddingServer, reply: bytes, message: str
+) -> None:
+    server.raw_reply = reply
+    embedder = load_embedder("openai:e", options(server, max_reply_bytes=2048))
+    with pytest.raises(ModelFailure, match=message) as failure:
+        embedder.embed(["a"])
+    assert failure.value.kind == "schema" and failure.value.attempts == 1
+
+
+def test_a_refused_input_is_a_schema_failure_without_retries(server: EmbeddingServer) -> None:
+    server.statuses.append(400)
+    with pytest.raises(ModelFailure, match="HTTP 400") as refused:
+        load_embedder("openai:e", options(server)).embed(["a"])
+    assert refused.value.kind == "schema" and len(server.bodies) == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_alfworld
 from pos_agent.agents.expert import run_expert
 from pos_agent.envs import EnvError, InfrastructureError, list_tasks, make_env
 from pos_agent.envs.alfworld import (
@@ -49,6 +50,7 @@ def test_mini_tasks_are_shipped_in_alfworld_layout() -> None:
         assert traj["task_desc"]
 
 
+@needs_alfworld
 @pytest.mark.parametrize("task", MINI_TASKS)
 def test_alfworld_planner_expert_solves_every_mini_task(task: str) -> None:
     with make_env("alfworld-mini", task) as env:
@@ -60,6 +62,7 @@ def test_alfworld_planner_expert_solves_every_mini_task(task: str) -> None:
         assert env.goal.startswith("Your task is to: ")
 
 
+@needs_alfworld
 def test_heat_mug_is_the_papers_figure_1_case() -> None:
     with make_env("alfworld-mini", "heat-mug") as env:
         first = env.reset()
@@ -73,6 +76,7 @@ def test_heat_mug_is_the_papers_figure_1_case() -> None:
     assert first.info["expert_action"] in first.admissible_actions
 
 
+@needs_alfworld
 def test_invalid_action_is_an_error_observation_that_costs_budget() -> None:
     with make_env("alfworld-mini", "put-keychain") as env:
         first = env.reset()
@@ -88,6 +92,7 @@ def test_invalid_action_is_an_error_observation_that_costs_budget() -> None:
         assert "drawer 2" in moved.text
 
 
+@needs_alfworld
 def test_exhausting_the_budget_fails_the_episode() -> None:
     with make_env("alfworld-mini", "two-pillows", max_steps=3) as env:
         env.reset()
@@ -102,6 +107,7 @@ def test_exhausting_the_budget_fails_the_episode() -> None:
         assert env.reset().info["steps_used"] == 0
 
 
+@needs_alfworld
 def test_engine_crash_is_an_infrastructure_error_and_the_engine_is_rebuilt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -125,11 +131,13 @@ def test_mini_suite_has_only_a_test_split() -> None:
         list_tasks("alfworld-mini", split="train")
 
 
+@needs_alfworld
 def test_unknown_mini_task_lists_the_known_ones() -> None:
     with pytest.raises(EnvError, match="heat-mug"):
         make_env("alfworld-mini", "heat-the-fridge")
 
 
+@needs_alfworld
 def test_missing_official_data_names_alfworld_download(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,6 +167,7 @@ def _fake_trial(split_dir: Path, task_folder: str, source: str, *, solvable: boo
     return trial
 
 
+@needs_alfworld
 def test_official_loader_reads_alfworld_data_layout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,33 +8,34 @@ import pytest
 from typer.testing import CliRunner
 
 import pos_agent.cli.envs  # noqa: F401  (registers the commands on the app)
+from extras import needs_scienceworld, needs_twx
 from pos_agent.cli.app import app
 from pos_agent.cli.envs import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_SETUP_ERROR, EXIT_SUCCESS
 
 runner = CliRunner()
 
+# The toy heat-mug task's shortest plan (the expert's), from the first observation on.
 HEAT_MUG_PLAN = [
-    "go to countertop 2",
-    "take mug 1 from countertop 2",
+    "go to countertop 1",
+    "take mug 1 from countertop 1",
     "go to microwave 1",
+    "open microwave 1",
     "heat mug 1 with microwave 1",
     "go to cabinet 1",
     "open cabinet 1",
-    "move mug 1 to cabinet 1",
+    "put mug 1 in/on cabinet 1",
 ]
 
 
 def test_play_expert_exits_zero_on_success() -> None:
-    result = runner.invoke(app, ["play", "alfworld-mini", "heat-mug", "--expert"])
+    result = runner.invoke(app, ["play", "toy", "heat-mug", "--expert"])
     assert result.exit_code == EXIT_SUCCESS, result.output
     assert "heat mug 1 with microwave 1" in result.output
-    assert "SUCCESS after 7 steps" in result.output
+    assert "SUCCESS after 8 steps" in result.output
 
 
 def test_play_expert_exits_nonzero_when_the_budget_runs_out() -> None:
-    result = runner.invoke(
-        app, ["play", "alfworld-mini", "heat-mug", "--expert", "--max-steps", "3"]
-    )
+    result = runner.invoke(app, ["play", "toy", "heat-mug", "--expert", "--max-steps", "3"])
     assert result.exit_code == EXIT_FAILURE, result.output
     assert "FAILURE after 3 steps" in result.output
     assert "budget of 3" in result.output
@@ -51,28 +52,26 @@ def test_play_reports_setup_errors_without_a_traceback() -> None:
 
 def test_a_person_can_win_with_typed_actions() -> None:
     # A number picks from the shown list, text is sent as is, mistakes cost a step.
-    lines = ["7", "take the mug please", *HEAT_MUG_PLAN[1:]]
-    result = runner.invoke(
-        app, ["play", "alfworld-mini", "heat-mug"], input="\n".join(lines) + "\n"
-    )
+    lines = ["2", "take the mug please", *HEAT_MUG_PLAN[1:]]
+    result = runner.invoke(app, ["play", "toy", "heat-mug"], input="\n".join(lines) + "\n")
     assert result.exit_code == EXIT_SUCCESS, result.output
-    assert "7. go to countertop 2" in result.output
+    assert "2. go to countertop 1" in result.output
     assert "Invalid action 'take the mug please'" in result.output
-    assert "SUCCESS after 8 steps" in result.output
+    assert "SUCCESS after 9 steps" in result.output
 
 
 def test_quit_and_end_of_input_stop_cleanly() -> None:
-    quit_result = runner.invoke(
-        app, ["play", "alfworld-mini", "two-cds"], input="99\nactions\nquit\n"
-    )
+    quit_result = runner.invoke(app, ["play", "toy", "two-cds"], input="99\nactions\nquit\n")
     assert quit_result.exit_code == EXIT_FAILURE, quit_result.output
     assert "No action numbered 99" in quit_result.output
     assert "Stopped." in quit_result.output
-    eof_result = runner.invoke(app, ["play", "alfworld-mini", "two-cds"], input="")
+    eof_result = runner.invoke(app, ["play", "toy", "two-cds"], input="")
     assert eof_result.exit_code == EXIT_INTERRUPTED
     assert "Traceback" not in eof_result.output
 
 
+@needs_scienceworld
+@needs_twx
 def test_envs_lists_tasks_and_explains_missing_alfworld_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -494,7 +494,7 @@ def test_a_judge_that_stays_malformed_is_a_failed_judgement_not_the_matcher(
     assert done.done and not done.success and done.score == 0.0
     assert done.info["judge"] == "llm:scripted" and done.info["metrics"] == {"accuracy": 0}
     assert "3 attempt(s)" in done.info["judge_failed"]
-    assert "not judged" in done.text
+    assert "not judged" in done.text and "not scored" in done.text
     assert len(judge.requests) == 3
 
 
@@ -776,3 +776,34 @@ def test_pos_run_and_bench_take_env_model(
         "provider": "retrieval (offline)",
         "judge": "scripted",
     }
+
+
+def test_a_judge_without_a_usable_verdict_leaves_the_case_unscored(
+    demo_dir: Path, tmp_path: Path
+) -> None:
+    from pos_agent.bench.run_folder import RunPlan
+    from pos_agent.bench.runner import pending
+    from pos_agent.trace import SCORED_STATUSES
+
+    made: list[tuple[str, str]] = []
+    answers = scripted_loader(made)
+
+    def load(spec: str, role: str) -> ScriptedModel:
+        if role == "judge":
+            return ScriptedModel(["no verdict"] * 9, options=NO_REPAIRS)
+        return answers(spec, role)
+
+    spec = CaseSpec(
+        env="clindiag",
+        task="demo-1",
+        agent="raw",
+        model="scripted",
+        max_steps=4,
+        env_options={"data_dir": str(demo_dir)},
+        env_models={"*": "scripted"},
+    )
+    result = run_case(spec, tmp_path / spec.folder, run_name="t", load=load)
+    assert result.status not in SCORED_STATUSES, "used to be a scored failure"
+    assert result.status == "infra_error" and "no usable verdict" in (result.error or "")
+    todo, kept = pending([spec], tmp_path, RunPlan.of([spec], ModelOptions()), resume=True)
+    assert todo == [spec] and not kept, "--resume plays it again"

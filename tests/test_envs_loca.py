@@ -375,7 +375,7 @@ def test_no_process_survives_a_stopped_worker(
         recorded = {p: start_time(p) or "" for p in pids}
         assert len(alive(recorded)) >= 7
         worker.send_signal(stop)
-        worker.wait(timeout=60)
+        worker.wait(timeout=180)
         assert _gone(recorded, within=15.0) == []
     finally:
         if worker.poll() is None:
@@ -419,14 +419,15 @@ def test_ctrl_c_during_data_generation_stops_everything(runtime: None, tmp_path:
     )
     try:
         recorded: dict[int, str] = {}
-        deadline = time.monotonic() + 60
+        # A bound for a loaded machine (a reset took more than 60 s there), not a speed target.
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline and not (tmp_path / "task" / "logs").is_dir():
             recorded.update(_descendants(worker.pid))
             time.sleep(0.05)
         recorded.update(_descendants(worker.pid))
         assert recorded, "the case never started its bridge"
         worker.send_signal(signal.SIGINT)  # while LOCA's generator runs
-        worker.wait(timeout=60)
+        worker.wait(timeout=180)
         assert _gone(recorded, within=15.0) == []
     finally:
         if worker.poll() is None:

@@ -15,6 +15,7 @@ import pytest
 
 import pos_agent.envs.rca as rca
 import pos_agent.envs.rca.submission as rca_submission
+from extras import needs_pyarrow
 from pos_agent.envs import EnvError, Observation, list_tasks, make_env
 from pos_agent.envs.rca import RcaAnswer, normalize_fault_type, score_submission
 from pos_agent.envs.tools import parse_tool_calls, tool_schema_problems
@@ -62,6 +63,7 @@ def test_lists_the_shipped_cases_by_system(nezha_dir: Path) -> None:
         list_tasks("rca-nezha", "sock-shop", data_dir=nezha_dir)
 
 
+@needs_pyarrow
 def test_generic_rca_needs_a_data_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("POS_RCA_DATA", raising=False)
     with pytest.raises(EnvError, match="POS_RCA_DATA"):
@@ -70,6 +72,7 @@ def test_generic_rca_needs_a_data_folder(monkeypatch: pytest.MonkeyPatch) -> Non
         make_env("rca", "nz-tt-010")
 
 
+@needs_pyarrow
 def test_numeric_options_are_checked_before_any_data_is_read() -> None:
     with pytest.raises(EnvError, match=r"max_tool_calls must be an integer \(got 'many'\)"):
         make_env("rca-nezha", "nz-tt-010", max_tool_calls="many")
@@ -80,6 +83,7 @@ def test_numeric_options_are_checked_before_any_data_is_read() -> None:
 # -- a scripted SRE on real cases ---------------------------------------------------------------
 
 
+@needs_pyarrow
 @pytest.mark.parametrize("case_id", ["nz-tt-010", "nz-ob-005", "nz-ob-008"])
 def test_every_tool_answers_within_bounds_and_the_right_answer_scores_one(
     nezha_dir: Path, case_id: str
@@ -131,6 +135,7 @@ def test_every_tool_answers_within_bounds_and_the_right_answer_scores_one(
     assert done.tools is None
 
 
+@needs_pyarrow
 def test_pod_or_service_level_and_wrong_answers(nezha_dir: Path) -> None:
     truth = answer_of(nezha_dir, "nz-tt-010")
     pod, service = truth["root_cause_entities"]
@@ -167,6 +172,7 @@ def test_scoring_is_pure_and_alias_aware() -> None:
     assert normalize_fault_type("cpu-contention") == "cpu_contention"
 
 
+@needs_pyarrow
 def test_malformed_submissions_are_errors_that_can_be_retried(nezha_dir: Path) -> None:
     with make_env("rca-nezha", "nz-tt-010", data_dir=nezha_dir, max_steps=5) as env:
         env.reset()
@@ -201,6 +207,7 @@ def test_malformed_submissions_are_errors_that_can_be_retried(nezha_dir: Path) -
     assert done.success and done.info["steps_used"] == 5
 
 
+@needs_pyarrow
 def test_turns_of_several_calls(nezha_dir: Path) -> None:
     with make_env("rca-nezha", "nz-ob-005", data_dir=nezha_dir) as env:
         env.reset()
@@ -230,6 +237,7 @@ def test_turns_of_several_calls(nezha_dir: Path) -> None:
     assert done.info["tool_calls_used"] == 7
 
 
+@needs_pyarrow
 def test_tool_call_budget_ends_the_case(nezha_dir: Path) -> None:
     with make_env("rca-nezha", "nz-ob-005", data_dir=nezha_dir, max_tool_calls=4) as env:
         env.reset()
@@ -241,6 +249,7 @@ def test_tool_call_budget_ends_the_case(nezha_dir: Path) -> None:
     assert last.info["budget_exhausted"]
 
 
+@needs_pyarrow
 def test_no_submission_is_a_failure(nezha_dir: Path) -> None:
     with make_env("rca-nezha", "nz-ob-005", data_dir=nezha_dir, max_steps=2) as env:
         env.reset()
@@ -261,6 +270,7 @@ def test_case_ids_cannot_name_other_folders(nezha_dir: Path, case_id: str) -> No
         make_env("rca-nezha", case_id, data_dir=nezha_dir)
 
 
+@needs_pyarrow
 def test_no_tool_argument_reaches_the_answers(
     nezha_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,6 +319,7 @@ def test_no_tool_argument_reaches_the_answers(
     assert not any(marker in text for text in texts for marker in leaked)
 
 
+@needs_pyarrow
 def test_a_broken_telemetry_file_is_a_tool_error_not_a_crash(
     nezha_dir: Path, tmp_path: Path
 ) -> None:
@@ -335,6 +346,7 @@ def test_a_broken_telemetry_file_is_a_tool_error_not_a_crash(
     assert done.success
 
 
+@needs_pyarrow
 def test_missing_answer_file_is_a_setup_error(nezha_dir: Path, tmp_path: Path) -> None:
     shutil.copytree(nezha_dir / "cases/nz-ob-005", tmp_path / "cases/nz-ob-005")
     with pytest.raises(EnvError, match="answer file"):
@@ -344,6 +356,7 @@ def test_missing_answer_file_is_a_setup_error(nezha_dir: Path, tmp_path: Path) -
 # -- tool schemas, several calls a turn, the fallback action ------------------------------------
 
 
+@needs_pyarrow
 def test_every_tool_schema_is_complete_with_the_fault_types_as_an_enum(nezha_dir: Path) -> None:
     with rca.RcaEnvironment("nz-tt-010", data_dir=nezha_dir) as env:
         first = env.reset()
@@ -362,6 +375,7 @@ def test_every_tool_schema_is_complete_with_the_fault_types_as_an_enum(nezha_dir
     assert types["parameters"]["properties"]["type"]["enum"] == ["service", "pod", "node"]
 
 
+@needs_pyarrow
 def test_a_case_listing_its_own_fault_types_gets_them_in_the_schema(
     nezha_dir: Path, tmp_path: Path
 ) -> None:
@@ -385,6 +399,7 @@ def test_a_case_listing_its_own_fault_types_gets_them_in_the_schema(
     assert done.info["submission"]["fault_type"] == "network_delay" and done.success
 
 
+@needs_pyarrow
 def test_observations_offer_three_calls_and_a_read_only_fallback(nezha_dir: Path) -> None:
     with rca.RcaEnvironment("nz-ob-005", data_dir=nezha_dir) as env:
         first = env.reset()
@@ -425,6 +440,7 @@ def edit_task(root: Path, case_id: str, **changes: Any) -> None:
     path.write_text(json.dumps(task))
 
 
+@needs_pyarrow
 def test_clock_times_are_read_on_the_date_of_the_case_data(nezha_dir: Path, tmp_path: Path) -> None:
     # nz-tt-010's telemetry is from 2023-01-29, about 09:38-09:46 UTC. Without an alert time or
     # window, "09:40" must be read on that date (from the data), not on the day the test runs.
@@ -451,6 +467,7 @@ def test_clock_times_are_read_on_the_date_of_the_case_data(nezha_dir: Path, tmp_
     assert relative.split("\n[")[0] == absolute.split("\n[")[0]
 
 
+@needs_pyarrow
 def test_a_dateless_alert_time_takes_the_window_date(nezha_dir: Path, tmp_path: Path) -> None:
     root = copy_case(nezha_dir, tmp_path, "nz-tt-010")
     edit_task(root, "nz-tt-010", alert_time="09:44:26")
@@ -478,6 +495,7 @@ def test_a_case_with_no_time_at_all_asks_for_full_timestamps(
 # -- span records ---------------------------------------------------------------------------------
 
 
+@needs_pyarrow
 def test_spans_are_named_records_and_error_status_is_one_constant(nezha_dir: Path) -> None:
     import pyarrow.parquet as pq
 

@@ -25,25 +25,25 @@ def test_the_case_setting_reaches_the_agent_and_is_recorded(
         return assess_window(steps, config)
 
     monkeypatch.setattr(pos_module, "assess_window", recording)
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="pos", max_steps=9, health=health)
+    spec = CaseSpec(env="toy", task="heat-mug", agent="pos", max_steps=9, health=health)
     result = run_case(spec, tmp_path, run_name="h", load=lambda _s, _r: Script().model())
     assert result.extra["health"] == health
     assert used and set(used) == {health}
 
 
 def test_an_unknown_health_mode_ends_the_case_with_a_clear_error(tmp_path: Path) -> None:
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="pos", max_steps=2, health="smart")
+    spec = CaseSpec(env="toy", task="heat-mug", agent="pos", max_steps=2, health="smart")
     result = run_case(spec, tmp_path, run_name="h", load=lambda _s, _r: Script().model())
     assert result.status == "config_error" and "unknown health 'smart'" in (result.error or "")
 
 
 def test_baselines_record_no_health_mode(tmp_path: Path) -> None:
-    spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent="expert", health="improved")
+    spec = CaseSpec(env="toy", task="heat-mug", agent="expert", health="improved")
     result = run_case(spec, tmp_path, run_name="h")
     assert "health" not in result.extra
 
 
-@pytest.mark.parametrize("command", [["run", "alfworld-mini", "heat-mug"], ["bench"]])
+@pytest.mark.parametrize("command", [["run", "toy", "heat-mug"], ["bench"]])
 def test_the_cli_refuses_an_unknown_health_mode(command: list[str]) -> None:
     from pos_agent.cli import app
     from pos_agent.cli import bench as _bench  # noqa: F401 (registers the commands)
@@ -73,7 +73,7 @@ def test_pos_run_records_the_mode_in_the_result(tmp_path: Path, monkeypatch: Any
         app,
         [
             "run",
-            "alfworld-mini",
+            "toy",
             "heat-mug",
             "--health",
             "improved",
@@ -86,5 +86,5 @@ def test_pos_run_records_the_mode_in_the_result(tmp_path: Path, monkeypatch: Any
         ],
     )
     assert result.exit_code == 0, result.output
-    recorded = (tmp_path / "r" / "pos__alfworld-mini__heat-mug" / "result.json").read_text()
+    recorded = (tmp_path / "r" / "pos__toy__heat-mug" / "result.json").read_text()
     assert '"health": "improved"' in recorded

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import pos_agent.cli.doctor as doctor
+from extras import needs_local_model
 from pos_agent.llm import _cpu
 from pos_agent.llm._cpu import (
     cpu_flags,
@@ -79,6 +80,7 @@ def test_the_installed_llama_cpp_is_the_portable_build() -> None:
     assert not {"AVX512", "AMX_INT8", "AVX512_VNNI"} & set(compiled), compiled
 
 
+@needs_local_model
 def test_a_multi_token_prompt_batch_runs_in_process() -> None:
     """The path that segfaulted on AMX Xeons (ggml_backend_amx_mul_mat via a batch of more than
     one token), run in this process: if it crashes here, the test run dies with it."""

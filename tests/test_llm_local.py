@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from extras import needs_local_model
 from pos_agent.llm import (
     Message,
     ModelFailure,
@@ -105,6 +106,7 @@ def test_extract_json_object_explains_failures() -> None:
         extract_json_object('{"a": ')
 
 
+@needs_local_model
 def test_embedded_model_is_found_without_importing_its_module() -> None:
     # A fresh interpreter: nothing else in this test session can have imported it.
     code = (
@@ -122,6 +124,7 @@ def local_model() -> Any:
     return load_model("local", ModelOptions(n_ctx=4096))
 
 
+@needs_local_model
 @pytest.mark.parametrize("schema", [Patch, Title, Probe, StateOp])
 def test_realistic_schemas_become_grammars_llama_cpp_accepts(
     local_model: Any, schema: type[BaseModel]

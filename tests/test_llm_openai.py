@@ -193,13 +193,14 @@ def test_max_completion_tokens_is_used_when_the_server_demands_it(server: FakeSe
 
 
 def test_other_400_fails_without_retry(server: FakeServer) -> None:
-    server.queue(error(400, "context length exceeded"))
+    server.queue(error(400, "'top_k' is not a valid parameter for this model"))
     sleeps: list[float] = []
     with pytest.raises(ModelFailure) as caught:
         openai_model(server, sleeps).complete(ASK)
-    # The request is invalid as sent: a set-up problem, never worth resending.
+    # The request is invalid as sent: a set-up problem, never worth resending. (A context
+    # overflow is not one: tests/test_llm_rejections.py.)
     assert caught.value.kind == "config" and sleeps == [] and len(server.seen) == 1
-    assert "context length exceeded" in caught.value.message
+    assert "'top_k' is not a valid parameter" in caught.value.message
 
 
 def test_404_is_a_config_failure_saying_what_to_check(server: FakeServer) -> None:

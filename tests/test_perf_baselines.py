@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_pyarrow
 from pos_agent.perf import baselines
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rca-nezha"
@@ -24,6 +25,7 @@ def nezha_dir() -> Path:
     return SHARED_DATA
 
 
+@needs_pyarrow
 def test_prints_both_tables_and_the_last_line_for_every_method(
     nezha_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,12 +9,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from pos_agent.envs import EnvError, list_tasks, make_env
 from pos_agent.envs.rca import DEFAULT_FAULT_TYPES
 from pos_agent.envs.rca.generator import ENTRY, generate
+
+pq = pytest.importorskip(
+    "pyarrow.parquet", reason="needs the `diagnosis` extra (pyarrow): uv sync --extra diagnosis"
+)
 
 CASE_FILES = (
     "task.json",

@@ -123,7 +123,7 @@ def test_results_of_older_versions_with_status_error_are_not_scored() -> None:
     data = aggregate([case(status="success"), case(status="error", error="model: bad key")])
     assert data.stats["pos"].success == Rate(1, 1)
     outcomes = table(build_tables(data), "outcomes")
-    assert outcomes.columns[-4] == "error" and outcomes.rows[0][-4] == 1
+    assert outcomes.columns[-5] == "error" and outcomes.rows[0][-5] == 1
 
 
 def test_missing_cases_are_reported_not_dropped(tmp_path: Path) -> None:
@@ -395,9 +395,9 @@ def test_cli_report_prints_markdown_and_fails_clearly_on_an_empty_folder(tmp_pat
 
 
 def test_report_of_real_runs_from_the_harness(tmp_path: Path) -> None:
-    """Real `run_case` records (alfworld-mini heat-mug): the expert and the raw baseline."""
+    """Real `run_case` records (toy heat-mug): the expert and the raw baseline."""
     for agent in ("expert", "raw"):
-        spec = CaseSpec(env="alfworld-mini", task="heat-mug", agent=agent, model="scripted",
+        spec = CaseSpec(env="toy", task="heat-mug", agent=agent, model="scripted",
                         max_steps=8)  # fmt: skip
         result = run_case(spec, tmp_path / agent / spec.case_id, run_name=agent)
         assert result.status in ("success", "failure"), result.error
@@ -406,7 +406,7 @@ def test_report_of_real_runs_from_the_harness(tmp_path: Path) -> None:
     assert data.methods == ["raw", "expert"]
     assert data.stats["expert"].success == Rate(1, 1)
     assert data.stats["raw"].tokens.prompt["policy"] > 0
-    assert "| alfworld-mini | Transform |" in written.markdown
+    assert "| toy | Transform |" in written.markdown
 
 
 def test_recorded_health_check_flag_decides_whether_trapping_was_measured() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from extras import needs_alfworld
 from pos_agent.bench.view import build_view
 from pos_agent.events import (
     ActiveGapEvent,
@@ -97,6 +98,7 @@ def test_the_upgrader_scopes_a_global_audits_revision() -> None:
     assert all(r.scope == "local" for r in revisions if r.step != 8)
 
 
+@needs_alfworld
 @pytest.mark.parametrize("agent", ["pos", "raw"])
 def test_the_same_scripted_episode_gives_the_same_results(agent: str, tmp_path: Path) -> None:
     case = run_scripted(agent, tmp_path)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_textworld
 from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, SlotResult
 from pos_agent.trapbench.games import game_specs, replacement_spec
 from pos_agent.trapbench.pool import Limits, MemoryGuard, Running
@@ -28,6 +29,7 @@ def manifest_games(out: Path) -> dict[str, dict[str, object]]:
     return {g["id"]: g for g in manifest["games"]}
 
 
+@needs_textworld
 def test_an_interrupted_make_keeps_finished_games_and_resumes_with_the_rest(
     tmp_path: Path,
 ) -> None:
@@ -57,6 +59,7 @@ def test_an_interrupted_make_keeps_finished_games_and_resumes_with_the_rest(
     ]
 
 
+@needs_textworld
 def test_a_worker_killed_mid_build_fails_its_game_and_the_build_ends_with_the_rest_kept(
     tmp_path: Path,
 ) -> None:
@@ -96,6 +99,7 @@ def test_a_worker_killed_mid_build_fails_its_game_and_the_build_ends_with_the_re
     assert manifest_games(tmp_path)[HANGING_SLOT]["status"] == "used"
 
 
+@needs_textworld
 def test_a_game_over_the_time_limit_is_stopped_and_fails(tmp_path: Path) -> None:
     maker = CorpusMaker(
         tmp_path, games=3, seed=3, workers=1, task=hanging_game, limits=Limits(time_s=1)
@@ -107,6 +111,7 @@ def test_a_game_over_the_time_limit_is_stopped_and_fails(tmp_path: Path) -> None
     assert multiprocessing.active_children() == []
 
 
+@needs_textworld
 def test_a_search_that_explodes_is_skipped_at_its_memory_bound_and_the_slot_replaced(
     tmp_path: Path,
 ) -> None:
@@ -132,6 +137,7 @@ def test_the_memory_guard_is_quiet_under_its_bound() -> None:
     assert len(chunks) == 8
 
 
+@needs_textworld
 def test_a_different_seed_in_the_same_folder_is_refused(tmp_path: Path) -> None:
     CorpusMaker(tmp_path, games=2, seed=3, workers=1, task=fake_game).run()
     with pytest.raises(ValueError, match="--games 2 --seed 3"):
@@ -149,6 +155,7 @@ def test_game_seeds_are_deterministic_and_alternate_families() -> None:
     assert "--world-size 8 --nb-objects 12 --quest-length 10" in specs[1].command
 
 
+@needs_textworld
 def test_plan_tracking_that_never_ends_stops_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     from textworld.generator.game import ActionDependencyTree
 

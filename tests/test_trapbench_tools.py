@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from extras import needs_textworld
 from pos_agent.trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
 from pos_agent.trapbench.toolagent.generate import make_corpus, make_trajectory
 from pos_agent.trapbench.toolagent.noise import Noise
@@ -278,6 +279,7 @@ def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: 
     assert table.count("## ") == 3
 
 
+@needs_textworld
 def test_make_builds_both_families_by_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -141,6 +141,12 @@ class ModelCallEvent(Event):
         description="How the answer was held to its schema: grammar (local model), json_schema, "
         "json_object_schema, json_object or prompt (servers); None without a schema.",
     )
+    usage_note: str | None = Field(
+        default=None,
+        description="Why the token counts are not the server's own: it sent none, or numbers "
+        "that cannot be right (negative, not integers, beyond what the request can produce), "
+        "replaced by an estimate. None when they are as reported.",
+    )
 
     @classmethod
     def of(cls, answer: Completion, *, step: int | None, role: str, purpose: str) -> Self:
@@ -162,6 +168,7 @@ class ModelCallEvent(Event):
                 else None
             ),
             structured_mode=answer.structured_mode,
+            usage_note=answer.usage_note,
         )
 
 

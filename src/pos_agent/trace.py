@@ -180,6 +180,11 @@ class CaseResult(BaseModel):
     models: dict[str, str] = Field(default_factory=dict, description="Model spec per role.")
     status: Status = Field(description="Outcome; only success and failure are scored.")
     success: bool = Field(description="The environment reported success.")
+    failure_reason: str | None = Field(
+        default=None,
+        description="Why a scored failure failed when it did not just run out of steps: "
+        "`context_overflow` (a prompt did not fit the model's context window).",
+    )
     score: float = Field(default=0.0, description="Environment score (0-1 or 0-100 as it reports).")
     steps: int = Field(default=0, description="Environment steps taken.")
     max_steps: int = Field(default=0, description="Step budget.")

@@ -20,13 +20,14 @@ from pos_agent.agents.backbone import BackboneOptions
 from pos_agent.agents.base import Agent, StepCallback
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC
 from pos_agent.agents.context.settings import BaselineSettings, baseline_settings, with_options
-from pos_agent.agents.context_agent import REACT_METHODS, ContextAgent
+from pos_agent.agents.context_agent import EMBEDDING_METHODS, REACT_METHODS, ContextAgent
 from pos_agent.agents.long_horizon import LongHorizonAgent
 from pos_agent.llm import Model, ModelOptions, TokenLedger
 from pos_agent.roles.limits import RoleLimits
 from pos_agent.trace import TraceWriter
 
-BASELINES: tuple[str, ...] = (*REACT_METHODS, "lh_harness")
+LONG_HORIZON_METHODS: tuple[str, ...] = ("lh_harness",)
+BASELINES: tuple[str, ...] = (*REACT_METHODS, *LONG_HORIZON_METHODS)
 
 
 def resolve_settings(
@@ -62,14 +63,14 @@ def build_baseline(
         "limits": limits,
         "temperature": temperature,
     }
-    if method == "lh_harness":
+    if method in LONG_HORIZON_METHODS:
         recorded["baseline"] = asdict(settings.long_horizon)
         agent: Agent = LongHorizonAgent(model, settings.long_horizon, **options)
         return agent, recorded
     if method not in REACT_METHODS:
         raise ValueError(f"unknown baseline {method!r}; use {', '.join(BASELINES)}")
     recorded["baseline"] = asdict(getattr(settings, method))
-    if method == "pace":
+    if method in EMBEDDING_METHODS:
         recorded["embed_model"] = embed_model
     agent = ContextAgent(
         method,

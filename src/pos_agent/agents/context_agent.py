@@ -19,7 +19,7 @@ backbone ends the case as an infrastructure error, as for the policy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
@@ -54,7 +54,30 @@ from pos_agent.llm import Message, Model, ModelOptions
 from pos_agent.roles.limits import RoleLimits
 from pos_agent.roles.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
 
-REACT_METHODS: tuple[str, ...] = ("acon", "pace", "hiagent")
+
+def _acon(agent: ContextAgent, env: Environment, caller: ModelCaller) -> ContextMethod:
+    return AconAdapter(AconMemory(env.goal, agent.settings.acon, caller))
+
+
+def _pace(agent: ContextAgent, env: Environment, caller: ModelCaller) -> ContextMethod:
+    scorer = make_scorer(agent.embed_model, caller, agent.embed_options)
+    memory = PaceMemory(env.goal, agent.settings.pace, caller, scorer, step_budget=env.max_steps)
+    return PaceAdapter(memory)
+
+
+def _hiagent(agent: ContextAgent, env: Environment, caller: ModelCaller) -> ContextMethod:
+    return HiAgentAdapter(SubgoalMemory(env.goal, agent.settings.hiagent, caller))
+
+
+# The context methods that run on this ReAct harness, each with the memory it builds.
+_MEMORIES: dict[str, Callable[[ContextAgent, Environment, ModelCaller], ContextMethod]] = {
+    "acon": _acon,
+    "pace": _pace,
+    "hiagent": _hiagent,
+}
+REACT_METHODS: tuple[str, ...] = tuple(_MEMORIES)
+EMBEDDING_METHODS: frozenset[str] = frozenset({"pace"})
+"""The methods that score relevance with `--embed-model`."""
 
 
 @dataclass(frozen=True)
@@ -91,15 +114,7 @@ class ContextAgent(BackboneAgent):
 
     def make_method(self, env: Environment, caller: ModelCaller) -> ContextMethod:
         """This episode's memory (PACE's scorer checked here: a bad spec fails the case now)."""
-        if self.name == "acon":
-            return AconAdapter(AconMemory(env.goal, self.settings.acon, caller))
-        if self.name == "pace":
-            scorer = make_scorer(self.embed_model, caller, self.embed_options)
-            memory = PaceMemory(
-                env.goal, self.settings.pace, caller, scorer, step_budget=env.max_steps
-            )
-            return PaceAdapter(memory)
-        return HiAgentAdapter(SubgoalMemory(env.goal, self.settings.hiagent, caller))
+        return _MEMORIES[self.name](self, env, caller)
 
     def run(self, env: Environment) -> Episode:
         limits = self.policy_limits(env)

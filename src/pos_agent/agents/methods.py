@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pos_agent.agents.baselines import BASELINES
+from pos_agent.agents.context_agent import EMBEDDING_METHODS
 from pos_agent.agents.pos.config import VARIANTS
 from pos_agent.llm._types import POS_ROLES
 
@@ -66,7 +67,7 @@ METHODS: Mapping[str, Method] = {
     for m in (
         Method("raw", "raw", ("policy",)),
         *(
-            Method(name, "baseline", ("policy",), uses_embeddings=name == "pace")
+            Method(name, "baseline", ("policy",), uses_embeddings=name in EMBEDDING_METHODS)
             for name in BASELINES
         ),
         *(Method(name, "pos", POS_ROLES, **_POS_PARTS[name]) for name in VARIANTS),
@@ -87,3 +88,9 @@ def method(name: str) -> Method:
         raise ValueError(
             f"unknown method {name!r}; choose one of {', '.join(METHOD_NAMES)}"
         ) from None
+
+
+def uses_embeddings(name: str) -> bool:
+    """Whether method `name` scores relevance with `--embed-model` (False for unknown names)."""
+    method = METHODS.get(name)
+    return method is not None and method.uses_embeddings

@@ -5,10 +5,11 @@ the policy is conditioned on: the task, the first observation and every action a
 since, unclipped (paper Table 7), instead of a belief. Its prompt therefore grows with every
 step, which is the cost PoS is built to avoid.
 
-The history is cut only when the prompt would not fit the model's context window (the local
-model's `n_ctx`; for a server, the `context_window` setting, by default none: never cut). Then
-the oldest turns are left out, the prompt says so, and the cut is traced (`context_cut`) and
-counted in the result (`context_cuts`).
+By default the history is never cut (the paper's policy, the same for every method): a prompt
+that does not fit the model's window ends the case as a scored failure (`context_overflow`).
+Only with an explicit `context_window` (`--context-window`, recorded in the settings hash) are
+the oldest turns left out when the prompt would not fit it; the prompt says so, and the cut is
+traced (`context_cut`) and counted in the result (`context_cuts`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from pos_agent.bench.spec import CaseSpec, ModelLoader
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent
 from pos_agent.health.window import Diagnosis
-from pos_agent.llm import Model, ModelOptions, TokenLedger
+from pos_agent.llm import Model, TokenLedger
 from pos_agent.roles.limits import TEMPERATURE, AgentLimits, paper_generation_tokens
 from pos_agent.trace import TraceWriter
 
@@ -92,8 +92,9 @@ def build_agent(
 
 
 def _build_raw(r: AgentRequest) -> Built:
-    policy_spec = r.spec.models()["policy"]
-    window = r.spec.context_window or context_window_of(policy_spec, r.models["policy"])
+    # No cut unless asked (the paper's policy, the same for every method and model): a prompt
+    # that does not fit ends the case as a scored failure (context_overflow).
+    window = r.spec.context_window
     agent = RawAgent(
         r.models["policy"],
         ledger=r.ledger,
@@ -167,15 +168,6 @@ BUILDERS: dict[MethodKind, Callable[[AgentRequest], Built]] = {
     "baseline": _build_baseline,
     "pos": _build_pos,
 }
-
-
-def context_window_of(spec: str, model: Model) -> int | None:
-    """The context window a prompt must fit: a local GGUF model's n_ctx; none for a server
-    (unless the case sets `context_window`)."""
-    if spec != "local" and not spec.startswith("gguf:"):
-        return None
-    options = getattr(model, "options", None)
-    return options.n_ctx if isinstance(options, ModelOptions) else ModelOptions().n_ctx
 
 
 class TracedExpert:

@@ -3,9 +3,11 @@
 A run folder holds one experiment. Its identity is every setting that can change a result:
 each case's `CaseSpec` (all fields, so a field added later is covered without touching this
 module) and the model options, minus the few options that only decide how results are obtained
-(`OPERATIONAL_OPTIONS`: keys, retries, time-outs, cache use, threads). Resuming a run with other
-settings would mix two experiments under one name, so the run folder refuses it and
-`describe_changes` says what differs.
+(`OPERATIONAL_OPTIONS`: keys, retries, time-outs, cache use, threads), plus the server each of
+the case's models calls, wherever it was chosen (`--base-url`, OPENAI_BASE_URL,
+DASHSCOPE_BASE_URL, the backend's default). Resuming a run with other settings would mix two
+experiments under one name, so the run folder refuses it and `describe_changes` says what
+differs.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pos_agent.llm import ModelOptions
+from pos_agent.agents.methods import uses_embeddings
+from pos_agent.bench.env_models import resolve_env_models
+from pos_agent.envs._registry import canonical_env, env_model_roles
+from pos_agent.llm import ModelOptions, effective_server
 from pos_agent.trace import redact_record
 
 # Options that change how a result is obtained, not what it is. Everything else in
@@ -39,13 +45,66 @@ OPERATIONAL_OPTIONS = frozenset(
 )
 
 
-def result_options(options: ModelOptions) -> dict[str, Any]:
-    """The model options that change results, JSON-ready, with credentials taken out of URLs."""
+def result_options(options: ModelOptions, models: Iterable[str] = ()) -> dict[str, Any]:
+    """The model options that change results, JSON-ready, with credentials taken out of URLs.
+
+    `base_url` is the server the `models` (specs) really call, wherever it was set: the option,
+    an environment variable (OPENAI_BASE_URL, DASHSCOPE_BASE_URL) or the backend's default; None
+    only when none of them calls a server. When they call different servers (an `openai:` and
+    a `dashscope:` model without --base-url), it lists them and `servers` maps each spec to
+    its own.
+    """
     fields = set(type(options).model_fields)
     data = options.model_dump(mode="json", exclude=set(OPERATIONAL_OPTIONS & fields))
     if isinstance(data.get("base_url"), str):
         data["base_url"] = _without_credentials(data["base_url"])
+    servers = model_servers(models, options)
+    if options.base_url is None and servers:
+        distinct = sorted(set(servers.values()))
+        data["base_url"] = distinct[0] if len(distinct) == 1 else distinct
+        if len(distinct) > 1:
+            data["servers"] = servers
     return dict(sorted(data.items()))
+
+
+def model_servers(models: Iterable[str], options: ModelOptions) -> dict[str, str]:
+    """{spec: server URL} for each model spec that calls a server with these options."""
+    servers = {}
+    for spec in sorted(set(models)):
+        server = effective_server(spec, options)
+        if server is not None:
+            servers[spec] = server
+    return servers
+
+
+def served_models(spec: Any) -> list[str]:
+    """Every model spec a case may send a request to, for its identity: `called_models`, and
+    PACE's embeddings endpoint when it scores relevance with one (not the offline tfidf)."""
+    models = list(called_models(spec).values())
+    embed = getattr(spec, "embed_model", None)
+    if uses_embeddings(getattr(spec, "agent", "")) and isinstance(embed, str) and ":" in embed:
+        models.append(embed)
+    return models
+
+
+def called_models(spec: Any) -> dict[str, str]:
+    """{role: model spec} of every model a case may call: its agent's roles (policy, belief,
+    Sentinel) and its environment's model roles (ClinDiag's provider and judge), offline
+    options left out. An environment model that does not resolve is left for the case's
+    own checks to report."""
+    models = dict(spec.models()) if callable(getattr(spec, "models", None)) else {}
+    env = getattr(spec, "env", None)
+    requested = getattr(spec, "env_models", None)
+    if env and requested:
+        try:
+            chosen = resolve_env_models(env, dict(requested))
+            offline = env_model_roles(canonical_env(env))
+        except (ValueError, KeyError):
+            return models
+        for role, model in chosen.items():
+            if model != offline.get(role):
+                models[role] = model
+    return models
 
 
 def spec_settings(spec: Any) -> dict[str, Any]:

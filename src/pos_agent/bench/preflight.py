@@ -1,7 +1,7 @@
 """Checks before the first case starts, so that a broken set-up is refused, never scored.
 
     validate_cases(specs)            methods, duplicate cases, model specs, task ids (no model call)
-    check_models(specs, options)     one tiny structured call per distinct model spec
+    check_models(specs, options)     one tiny structured call per model a case may call
 
 Both raise SetupError with every problem found and what to do about it.
 """
@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pos_agent.bench.case import AGENTS, CaseSpec
+from pos_agent.bench.identity import called_models
 from pos_agent.envs import EnvError, list_tasks
-from pos_agent.llm import ModelFailure, ModelOptions, parse_spec, preflight
+from pos_agent.llm import ROLES, ModelFailure, ModelOptions, parse_spec, preflight
 
 
 class SetupError(ValueError):
@@ -47,8 +48,22 @@ def validate_cases(specs: Sequence[CaseSpec]) -> None:
 
 
 def model_specs(specs: Sequence[CaseSpec]) -> set[str]:
-    """Every distinct model spec the cases use, over all roles."""
-    return {model for spec in specs for model in spec.models().values()}
+    """Every distinct model spec the cases may call, over all roles (the environments' own
+    roles, such as ClinDiag's provider and judge, included)."""
+    return set(model_roles(specs))
+
+
+def model_roles(specs: Sequence[CaseSpec]) -> dict[str, list[str]]:
+    """{model spec: the roles that call it}, over every case."""
+    roles: dict[str, set[str]] = {}
+    for spec in specs:
+        for role, model in called_models(spec).items():
+            roles.setdefault(model, set()).add(role)
+    return {model: sorted(names, key=_role_order) for model, names in sorted(roles.items())}
+
+
+def _role_order(role: str) -> tuple[int, str]:
+    return (ROLES.index(role) if role in ROLES else len(ROLES), role)
 
 
 def _unknown_tasks(specs: Sequence[CaseSpec]) -> list[str]:
@@ -80,11 +95,13 @@ Preflight = Callable[[str, ModelOptions], "str | None"]
 def check_models(
     specs: Sequence[CaseSpec], options: ModelOptions, check: Preflight = preflight
 ) -> None:
-    """One pre-flight call per distinct model spec; SetupError naming each broken one."""
+    """One pre-flight call per distinct model spec a case may call (policy, belief, Sentinel,
+    and the environment's provider and judge), before any case runs; SetupError naming each
+    broken one and the roles that use it."""
     problems = []
-    for model in sorted(model_specs(specs)):
+    for model, roles in model_roles(specs).items():
         advice = check(model, options)
         if advice is not None:
-            problems.append(f"model {model}: {advice}")
+            problems.append(f"model {model} ({', '.join(roles)}): {advice}")
     if problems:
         raise SetupError(problems)

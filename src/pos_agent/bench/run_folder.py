@@ -10,6 +10,7 @@ cases) is refused before it touches anything, with a message saying what differs
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,16 +25,21 @@ from pos_agent.bench.identity import (
     pos_version,
     result_options,
     run_identity,
+    served_models,
     settings_hash,
     spec_settings,
 )
 from pos_agent.bench.locks import FileLock, LockHeld
-from pos_agent.llm import ModelOptions
+from pos_agent.bench.recorder import RecordError
+from pos_agent.llm import ModelOptions, printable
 from pos_agent.trace import write_json_atomic
+
+logger = logging.getLogger(__name__)
 
 CONFIG_VERSION = 2  # 2: identity, per-case settings hashes, provenance
 CONFIG_NAME = "config.json"
 LOCK_NAME = ".lock"
+RESUMES_NAME = "resumes.jsonl"  # one line per resume: the code that continued the run
 
 
 class RunFolderError(ValueError):
@@ -51,9 +57,17 @@ class RunPlan:
 
     @classmethod
     def of(cls, specs: Sequence[CaseSpec], options: ModelOptions) -> RunPlan:
-        model_options = result_options(options)
+        """Each case is hashed with the options as its own models see them (the server they
+        call), as its result records them; the run's options cover every case's models."""
+        every_model = [model for spec in specs for model in served_models(spec)]
+        model_options = result_options(options, every_model)
         cases = {spec.folder: spec_settings(spec) for spec in specs}
-        hashes = {folder: settings_hash(s, model_options) for folder, s in cases.items()}
+        hashes = {
+            spec.folder: settings_hash(
+                cases[spec.folder], result_options(options, served_models(spec))
+            )
+            for spec in specs
+        }
         return cls(cases, hashes, model_options, run_identity(hashes))
 
 
@@ -149,15 +163,18 @@ class RunFolder:
     def open(self, plan: RunPlan, *, resume: bool, describe: dict[str, Any] | None = None) -> None:
         """Lock the folder, check the plan again under the lock, and write a new run's
         config.json; an existing run's config.json is never rewritten."""
+        self.lock(plan, resume=resume)
+        try:
+            self.record(plan, describe)
+        except BaseException:
+            self.close()
+            raise
+
+    def lock(self, plan: RunPlan, *, resume: bool) -> None:
+        """Take the folder's lock and check the plan under it; writes nothing but the lock."""
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
-        except LockHeld as held:
-            who = f"process {held.holder}" if held.holder else "another process"
-            raise RunFolderError(
-                f"{self.run_dir} is in use by {who} (another pos bench on this run); "
-                "wait for it to finish, or choose another --run"
-            ) from None
+            self._acquire()
         except OSError as exc:
             raise RunFolderError(
                 f"cannot write in {self.run_dir}: {exc.strerror or exc}; "
@@ -165,14 +182,101 @@ class RunFolder:
             ) from None
         try:
             self.check(plan, resume=resume)
-            if read_config(self.run_dir) is None:
-                self._write_config(plan, describe or {})
         except BaseException:
             self.close()
             raise
 
+    def claim_case(self, spec: CaseSpec, options: ModelOptions) -> None:
+        """For `pos run --run NAME` inside a bench run: take the run's lock and refuse a case
+        the run does not list, or lists with other settings (saying what differs)."""
+        plan = RunPlan.of([spec], options)
+        config = read_config(self.run_dir) or {}
+        self._acquire()
+        listed = {
+            c["folder"]: c
+            for c in config.get("cases", [])
+            if isinstance(c, dict) and isinstance(c.get("folder"), str)
+        }
+        entry = listed.get(spec.folder)
+        problem = None
+        if entry is None:
+            problem = (
+                f"{self.run_dir} is a pos bench run that does not list {spec.folder}; "
+                "choose another --run"
+            )
+        elif entry.get("settings_hash") != plan.hashes[spec.folder]:
+            changes = describe_changes(
+                {spec.folder: entry.get("spec", {})},
+                plan.cases,
+                config.get("model_options", {}),
+                plan.model_options,
+            )
+            problem = (
+                f"{self.run_dir} is a pos bench run whose {spec.folder} has other settings; "
+                "playing it here would mix two experiments. What differs (run -> now):\n  "
+                + "\n  ".join(changes or ["the settings hash"])
+                + "\nUse the run's settings, or choose another --run."
+            )
+        if problem is not None:
+            self.close()
+            raise RunFolderError(problem)
+
+    def _acquire(self) -> None:
+        try:
+            self._lock.acquire()
+        except LockHeld as held:
+            who = f"process {held.holder}" if held.holder else "another process"
+            raise RunFolderError(
+                f"{self.run_dir} is in use by {who} (another pos command on this run); "
+                "wait for it to finish, or choose another --run"
+            ) from None
+
+    def record(self, plan: RunPlan, describe: dict[str, Any] | None = None) -> None:
+        """Write a new run's config.json (under the lock); RecordError when the disk refuses."""
+        config = read_config(self.run_dir)
+        if config is not None:
+            self._note_resume(config)
+            return
+        try:
+            self._write_config(plan, describe or {})
+        except OSError as exc:
+            raise RecordError(
+                exc.errno, f"cannot write {self.run_dir / CONFIG_NAME}: {exc.strerror or exc}"
+            ) from None
+
+    @property
+    def created(self) -> bool:
+        """True once the run's config.json exists (the run can be resumed)."""
+        return (self.run_dir / CONFIG_NAME).is_file()
+
     def close(self) -> None:
         self._lock.release()
+
+    def _note_resume(self, config: dict[str, Any]) -> None:
+        """Record which code continues the run (`resumes.jsonl`), and warn when it is not the
+        code that started it: the settings are the same, but a result may differ."""
+        now = {"git_commit": git_commit(), "pos_version": pos_version()}
+        started = {name: config.get(name) for name in now}
+        changed = [
+            f"{name} {started[name]} -> {now[name]}" for name in now if started[name] != now[name]
+        ]
+        entry = {"resumed_at": time.time(), **now, "started_with": started}
+        try:
+            with (self.run_dir / RESUMES_NAME).open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        except OSError as exc:
+            raise RunFolderError(
+                f"cannot write in {self.run_dir}: {exc.strerror or exc}; "
+                "choose an --out folder you can write"
+            ) from None
+        if changed:
+            logger.warning(
+                "%s was started by other code (%s); its results will mix both (each result "
+                "records its git_commit; %s lists every resume)",
+                printable(self.run_dir),
+                printable(", ".join(changed)),
+                RESUMES_NAME,
+            )
 
     def __enter__(self) -> RunFolder:
         return self

@@ -11,6 +11,11 @@ A case is finished when its `result.json` has a scored status (success, failure)
 by a known result version with the run's settings, and its trace is complete; `--resume` keeps
 those and reruns everything else whole. Results are written atomically by the one process that
 played the case, so killing the runner at any moment loses no finished result.
+
+Each worker process plays one case at a time over its own pipe; one that dies costs only its
+case (`infra_error`) and is replaced. A case retried after an infrastructure error waits out
+the model server's circuit breaker first. Ctrl-C, SIGTERM and SIGHUP stop the run the same way
+(bench/signals.py).
 """
 
 from __future__ import annotations
@@ -20,16 +25,17 @@ import json
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for_handles
 from pathlib import Path
 from typing import Any
 
-from pos_agent.bench import workers
+from pos_agent.bench import signals, workers
 from pos_agent.bench.case import (
     CaseBusyError,
     CaseInterrupted,
@@ -40,6 +46,7 @@ from pos_agent.bench.case import (
 )
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.preflight import Preflight, check_models, preflight, validate_cases
+from pos_agent.bench.recorder import DISK_FULL, case_fields
 from pos_agent.bench.run_folder import RunFolder, RunPlan
 from pos_agent.llm import ModelOptions
 from pos_agent.trace import (
@@ -54,6 +61,8 @@ from pos_agent.trace import (
 )
 
 STOP_GRACE_S = 30.0  # after Ctrl-C, how long interrupted workers get to write their results
+RETRY_CAP_S = 120.0  # the longest an infra retry waits before it may start
+POLL_S = 0.5  # how often the runner looks at a stop request while its workers play
 
 Deliver = Callable[[CaseResult], None]
 
@@ -129,15 +138,26 @@ def run_bench(
     or the run folder is wrong, KeyboardInterrupt after Ctrl-C (the interrupted results and
     summary.json are written first), and RecordError when records cannot be written.
     """
+    with signals.stop_on_signals():  # SIGTERM and SIGHUP take Ctrl-C's path
+        return _run_bench(specs, config, on_result, check)
+
+
+def _run_bench(
+    specs: Sequence[CaseSpec],
+    config: BenchConfig,
+    on_result: Callable[[CaseResult, Progress], None] | None,
+    check: Preflight,
+) -> list[CaseResult]:
     validate_cases(specs)
     options = ModelOptions(**config.model_options)
     plan = RunPlan.of(specs, options)
     folder = RunFolder(config.run_dir)
     folder.check(plan, resume=config.resume)  # refuse early, before any model call
-    if config.preflight:
-        check_models(specs, options, check)
-    folder.open(plan, resume=config.resume, describe=config.describe)
+    folder.lock(plan, resume=config.resume)  # a run in progress is refused before pre-flight
     with folder:
+        if config.preflight:
+            check_models(specs, options, check)
+        folder.record(plan, describe=config.describe)
         todo, results = pending(specs, config.run_dir, plan, config.resume)
         progress = Progress(total=len(specs), skipped=len(results))
         for result in results:
@@ -218,35 +238,71 @@ def trace_complete(folder: Path) -> bool:
 
 def execute(todo: Sequence[CaseSpec], config: BenchConfig, deliver: Deliver) -> None:
     """Play the cases, retrying infrastructure errors, and hand each final result to
-    `deliver`. Ctrl-C: the case(s) in progress record themselves as interrupted, are
-    delivered, and KeyboardInterrupt is raised; no further case starts."""
-    retry = _Retries(config.infra_retries)
+    `deliver`. Ctrl-C, SIGTERM or SIGHUP: the case(s) in progress record themselves as
+    interrupted, are delivered, and Interrupted (a KeyboardInterrupt) is raised; no further
+    case starts."""
+    queue = _Queue(todo, config.infra_retries, _retry_base_s(config))
     if config.workers <= 1:
-        _execute_here(todo, config, deliver, retry)
+        _execute_here(queue, config, deliver)
     else:
-        _execute_in_workers(todo, config, deliver, retry)
+        _execute_in_workers(queue, config, deliver)
 
 
-@dataclass
-class _Retries:
-    limit: int
-    attempts: Counter[str] = field(default_factory=Counter)
-
-    def again(self, result: CaseResult, spec: CaseSpec) -> bool:
-        if result.status == "infra_error" and self.attempts[spec.folder] < self.limit:
-            self.attempts[spec.folder] += 1
-            return True
-        return False
+def _retry_base_s(config: BenchConfig) -> float:
+    """The first infra retry waits out the model servers' circuit breaker (it opens for
+    `breaker_cooldown_s` after consecutive outages), so that a short outage does not spend
+    every retry in milliseconds against a breaker that is still open."""
+    options = ModelOptions(**config.model_options)
+    return options.breaker_cooldown_s if options.breaker_failures > 0 else options.backoff_base_s
 
 
-def _execute_here(
-    todo: Sequence[CaseSpec], config: BenchConfig, deliver: Deliver, retry: _Retries
-) -> None:
+class _Queue:
+    """The cases still to play, in order; a case retried after an infrastructure error waits
+    `base_s * 2**(attempt - 1)` seconds (at most RETRY_CAP_S) before it may start again."""
+
+    def __init__(self, todo: Sequence[CaseSpec], limit: int, base_s: float) -> None:
+        self.items: deque[tuple[float, CaseSpec]] = deque((0.0, spec) for spec in todo)
+        self.limit = limit
+        self.base_s = base_s
+        self.attempts: Counter[str] = Counter()
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def retry(self, result: CaseResult, spec: CaseSpec) -> bool:
+        """Queue `spec` again when `result` is an infrastructure error with retries left."""
+        if result.status != "infra_error" or self.attempts[spec.folder] >= self.limit:
+            return False
+        self.attempts[spec.folder] += 1
+        delay = min(RETRY_CAP_S, self.base_s * 2 ** (self.attempts[spec.folder] - 1))
+        self.items.append((time.monotonic() + delay, spec))
+        return True
+
+    def next_due(self) -> CaseSpec | None:
+        """The first case that may start now (taken off the queue), or None."""
+        now = time.monotonic()
+        for index, (due, spec) in enumerate(self.items):
+            if due <= now:
+                del self.items[index]
+                return spec
+        return None
+
+    def wait_s(self) -> float:
+        """Seconds until the earliest waiting case may start."""
+        if not self.items:
+            return 0.0
+        return max(0.0, min(due for due, _ in self.items) - time.monotonic())
+
+
+def _execute_here(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
     options = ModelOptions(**config.model_options)
     load = default_loader(options)
-    queue = deque(todo)
     while queue:
-        spec = queue.popleft()
+        signals.check()
+        spec = queue.next_due()
+        if spec is None:
+            _pause(queue.wait_s())
+            continue
         try:
             result = run_case(
                 spec,
@@ -260,150 +316,228 @@ def _execute_here(
             deliver(interrupted.result)
             raise
         except CaseBusyError as busy:
-            deliver(_unwritten(spec, config.run_dir.name, str(busy)))
+            deliver(_stand_in(spec, config.run_dir.name, "infra_error", str(busy)))
             continue
-        if retry.again(result, spec):
-            queue.append(spec)
+        if queue.retry(result, spec):
             continue
         deliver(result)
 
 
-def _execute_in_workers(
-    todo: Sequence[CaseSpec], config: BenchConfig, deliver: Deliver, retry: _Retries
-) -> None:
-    context = multiprocessing.get_context("spawn")
-    options = worker_options(config)
-    queue = deque(todo)
-    while queue:
-        # A worker that dies (killed, out of memory) breaks the whole pool: its cases are
-        # recorded as infrastructure errors, retried, and a fresh pool takes over.
-        pool = ProcessPoolExecutor(
-            max_workers=config.workers,
-            mp_context=context,
-            initializer=workers.init_worker,
-            initargs=(options, os.getpid()),
+def _pause(seconds: float) -> None:
+    """Wait for a retry to come due; a stop signal ends the wait at once."""
+    threading.Event().wait(seconds)
+    signals.check()
+
+
+@dataclass
+class _Worker:
+    process: Any  # multiprocessing's SpawnProcess
+    conn: Connection
+    spec: CaseSpec | None = None
+
+
+class _Pool:
+    """Worker processes, each playing one case at a time over its own pipe. A worker that dies
+    costs only its own case: it is replaced by a fresh one."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self.context = multiprocessing.get_context("spawn")
+        self.options = worker_options(config)
+        self.workers = [self._spawn() for _ in range(config.workers)]
+
+    def _spawn(self) -> _Worker:
+        mine, theirs = self.context.Pipe()
+        process = self.context.Process(
+            target=workers.worker_main,
+            args=(theirs, self.options, os.getpid()),
+            name="pos-bench-worker",
+            daemon=True,
         )
-        running: dict[Future[CaseResult | None], CaseSpec] = {}
+        process.start()
+        theirs.close()
+        return _Worker(process, mine)
+
+    @property
+    def idle(self) -> list[_Worker]:
+        return [w for w in self.workers if w.spec is None]
+
+    @property
+    def busy(self) -> list[_Worker]:
+        return [w for w in self.workers if w.spec is not None]
+
+    def submit(self, worker: _Worker, spec: CaseSpec) -> None:
+        config = self.config
+        worker.conn.send(
+            workers.Job(spec, str(config.run_dir), config.run_dir.name, config.case_timeout_s)
+        )
+        worker.spec = spec
+
+    def replies(self, timeout: float) -> list[tuple[CaseSpec, workers.Reply]]:
+        """The replies of busy workers that answered (or died) within `timeout` seconds."""
+        busy = self.busy
+        if not busy:
+            return []
+        handles: list[Any] = [w.conn for w in busy] + [w.process.sentinel for w in busy]
+        ready = set(wait_for_handles(handles, timeout))
+        answered = []
+        for index, worker in enumerate(self.workers):
+            spec = worker.spec
+            if spec is None or (worker.conn not in ready and worker.process.sentinel not in ready):
+                continue
+            reply = self._reply(worker)
+            if reply is None:
+                continue  # the process ended after its reply was read; nothing more to say
+            worker.spec = None
+            if reply.kind == "died":
+                worker.conn.close()
+                self.workers[index] = self._spawn()
+            answered.append((spec, reply))
+        return answered
+
+    def _reply(self, worker: _Worker) -> workers.Reply | None:
         try:
-            broken = False
-            while (queue and not broken) or running:
-                while queue and not broken and len(running) < config.workers * 2:
-                    spec = queue.popleft()
-                    future = pool.submit(
-                        workers.worker_case,
-                        spec,
-                        str(config.run_dir),
-                        config.run_dir.name,
-                        config.case_timeout_s,
-                    )
-                    running[future] = spec
-                finished_now, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished_now:
-                    spec = running.pop(future)
-                    broken = broken or isinstance(future.exception(), BrokenProcessPool)
-                    result = _outcome(future, spec, config.run_dir)
-                    if result is None:
-                        continue
-                    if retry.again(result, spec):
-                        queue.append(spec)
-                        continue
-                    deliver(result)
-        except KeyboardInterrupt:
-            _stop(pool, running, deliver)
-            raise
-        except BaseException:
-            _kill_workers(pool)
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if worker.conn.poll():
+                reply: workers.Reply = worker.conn.recv()
+                return reply
+        except (EOFError, OSError):
+            pass
+        worker.process.join(timeout=5)
+        return workers.Reply("died", message=_death(worker.process.exitcode))
+
+    def signal_busy(self, signum: int) -> None:
+        for worker in self.busy:
+            _send_signal(worker.process.pid, signum)
+
+    def close(self, *, kill: bool = False) -> None:
+        """End every worker: ask idle ones to leave, kill the rest (or all, with `kill`)."""
+        for worker in self.workers:
+            if not kill and worker.spec is None:
+                with contextlib.suppress(OSError):
+                    worker.conn.send(None)
+            else:
+                _send_signal(worker.process.pid, signal.SIGKILL)
+        for worker in self.workers:
+            worker.process.join(timeout=10)
+            if worker.process.is_alive():
+                _send_signal(worker.process.pid, signal.SIGKILL)
+                worker.process.join(timeout=5)
+            worker.conn.close()
 
 
-def _outcome(future: Future[CaseResult | None], spec: CaseSpec, run_dir: Path) -> CaseResult | None:
-    """The result a worker returned, or one standing in for a worker that failed."""
-    error = future.exception()
-    if error is None:
-        return future.result()
-    if isinstance(error, RecordError):
-        raise error  # the disk is full or unwritable: no further case can be recorded
-    if isinstance(error, CaseBusyError):
-        return _unwritten(spec, run_dir.name, str(error))
-    if isinstance(error, KeyboardInterrupt):
-        return None  # interrupted before its case started: nothing was written
-    status: Status = "infra_error" if isinstance(error, BrokenProcessPool) else "harness_error"
-    result = _stand_in(spec, run_dir.name, status, f"worker process failed: {error!r}")
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        cause = " (as an out-of-memory kill does)" if -exitcode == signal.SIGKILL else ""
+        return f"the worker process was killed by {name}{cause}"
+    return f"the worker process exited with code {exitcode}"
+
+
+def _send_signal(pid: int | None, signum: int) -> None:
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+def _execute_in_workers(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
+    pool = _Pool(config)
     try:
-        with FileLock(case_dir(run_dir, spec) / ".lock"):
-            write_result(case_dir(run_dir, spec), result)
+        while queue or pool.busy:
+            signals.check()
+            for worker in pool.idle:
+                spec = queue.next_due()
+                if spec is None:
+                    break
+                pool.submit(worker, spec)
+            for spec, reply in pool.replies(POLL_S):
+                result = _outcome(reply, spec, config.run_dir)
+                if result is None:
+                    continue
+                if queue.retry(result, spec):
+                    continue
+                deliver(result)
+                if result.status == "interrupted":
+                    # The terminal's Ctrl-C reached the worker: the run stops, even if the
+                    # parent's own signal went astray.
+                    raise signals.Interrupted(signals.requested() or signal.SIGINT)
+            if not pool.busy and queue:
+                _pause(queue.wait_s())
+    except KeyboardInterrupt:
+        _stop(pool, deliver)
+        raise
+    except BaseException:
+        pool.close(kill=True)
+        raise
+    pool.close()
+
+
+def _outcome(reply: workers.Reply, spec: CaseSpec, run_dir: Path) -> CaseResult | None:
+    """The result of a worker's reply, or one standing in for a worker that failed."""
+    if reply.kind == "result":
+        return reply.result
+    if reply.kind == "record_error":
+        # the disk is full or unwritable: no further case can be recorded
+        raise RecordError(reply.errno, reply.message)
+    if reply.kind == "busy":
+        return _stand_in(spec, run_dir.name, "infra_error", reply.message)
+    if reply.kind == "skipped":
+        return None  # interrupted before its case started: nothing was written
+    status: Status = "infra_error" if reply.kind == "died" else "harness_error"
+    result = _stand_in(spec, run_dir.name, status, f"{reply.message} while playing this case")
+    folder = case_dir(run_dir, spec)
+    if not folder.is_dir():
+        return result  # the case never started: there is no folder to write into
+    try:
+        with FileLock(folder / ".lock"):
+            write_result(folder, result)
     except LockHeld:
         pass  # some process still writes there; its own result will stand
     except OSError as exc:
-        raise RecordError(exc.errno, f"cannot write the result of {spec.folder}: {exc}") from None
+        if exc.errno in DISK_FULL:
+            raise RecordError(
+                exc.errno, f"cannot write the result of {spec.folder}: {exc}"
+            ) from None
     return result
 
 
-def _stop(
-    pool: ProcessPoolExecutor,
-    running: dict[Future[CaseResult | None], CaseSpec],
-    deliver: Deliver,
-) -> None:
-    """After Ctrl-C: start nothing new, interrupt the cases in progress, deliver their
-    `interrupted` results (a second Ctrl-C stops waiting), then end the workers."""
-    for future in running:
-        future.cancel()
-    _signal_workers(pool, signal.SIGINT)  # a no-op for workers the terminal already reached
-    waiting = {f for f in running if not f.cancelled()}
+def _stop(pool: _Pool, deliver: Deliver) -> None:
+    """After a stop signal: start nothing new, interrupt the cases in progress, deliver their
+    `interrupted` results (a second signal stops waiting), then end the workers."""
+    # The signal the run got (a no-op for workers the terminal already reached), so that
+    # each interrupted record names it.
+    pool.signal_busy(signals.requested() or signal.SIGINT)
     deadline = time.monotonic() + STOP_GRACE_S
     try:
-        while waiting and time.monotonic() < deadline:
-            done, waiting = wait(
-                waiting, timeout=deadline - time.monotonic(), return_when=FIRST_COMPLETED
-            )
-            for future in done:
-                if future.exception() is None and (result := future.result()) is not None:
-                    deliver(result)
+        with signals.hurry():
+            while pool.busy and time.monotonic() < deadline:
+                for spec, reply in pool.replies(max(0.0, deadline - time.monotonic())):
+                    result = _outcome(reply, spec, pool.config.run_dir)
+                    if result is not None:
+                        deliver(result)
     except KeyboardInterrupt:
         pass
     finally:
-        _kill_workers(pool)
-
-
-def _kill_workers(pool: ProcessPoolExecutor) -> None:
-    _signal_workers(pool, signal.SIGKILL)
-
-
-def _signal_workers(pool: ProcessPoolExecutor, signum: int) -> None:
-    # ProcessPoolExecutor has no public way to reach its processes before Python 3.14.
-    processes = getattr(pool, "_processes", None) or {}
-    for process in list(processes.values()):
-        if process.pid is not None and process.is_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signum)
+        pool.close(kill=True)
 
 
 def _stand_in(spec: CaseSpec, run_name: str, status: Status, error: str) -> CaseResult:
-    return CaseResult(
-        run=run_name,
-        case=spec.case_id,
-        env=spec.env,
-        task=spec.task,
-        agent=spec.agent,
-        models=spec.models(),
-        status=status,
-        success=False,
-        error=error,
-    )
-
-
-def _unwritten(spec: CaseSpec, run_name: str, error: str) -> CaseResult:
-    """A case another process is writing: reported as an infrastructure error, not written."""
-    return _stand_in(spec, run_name, "infra_error", error)
+    return CaseResult(**case_fields(spec, run_name), status=status, success=False, error=error)
 
 
 # -- summary -------------------------------------------------------------------------------------
 
 
 def write_summary(run_dir: Path, results: list[CaseResult], progress: Progress) -> None:
-    """`summary.json`: counts and success per method, rewritten atomically after every case."""
+    """`summary.json`: counts and success per method, rewritten atomically after every case;
+    RecordError when the disk refuses it."""
+    try:
+        _write_summary(run_dir, results, progress)
+    except OSError as exc:
+        message = f"cannot write {run_dir / 'summary.json'}: {exc.strerror or exc}"
+        raise RecordError(exc.errno, message) from None
+
+
+def _write_summary(run_dir: Path, results: list[CaseResult], progress: Progress) -> None:
     by_agent: dict[str, dict[str, Any]] = {}
     for result in results:
         entry = by_agent.setdefault(

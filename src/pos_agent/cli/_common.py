@@ -20,17 +20,19 @@ from rich.progress import (
 )
 
 from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
-from pos_agent.llm import ModelFailure
+from pos_agent.llm import ModelFailure, printable
 from pos_agent.roles.limits import PROFILE_NAMES, parse_bounds
 
 # Text from models, servers, tools, environments and files is printed through `shown`, so that
-# a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow).
+# a reply such as "[/api/cart]" is data, never rich markup (which it would break or swallow),
+# and terminal control bytes (ESC/CSI/OSC sequences, carriage returns, bidi overrides) arrive
+# as visible escapes, never as commands to the terminal.
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def shown(value: object) -> str:
-    """`value` as text that rich prints literally."""
-    return escape(str(value))
+    """`value` as text that rich prints literally and the terminal cannot obey."""
+    return escape(printable(value))
 
 
 def progress_bar(on: Console) -> Progress:
@@ -89,8 +91,10 @@ BOUND_HELP = (
     "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
 )
 CONTEXT_HELP = (
-    "Tokens the raw baseline's prompt and answer must fit; older history is cut (and counted) "
-    "beyond it. Default: n_ctx for local models; never cut for a server."
+    "Cut the raw baseline's oldest history so that its prompt and answer fit this many tokens "
+    "(each cut traced and counted; recorded in the settings hash). Default: never cut, for "
+    "every method and model (the paper's policy): a prompt that does not fit the model's "
+    "window ends the case as a scored failure with reason context_overflow."
 )
 HEALTH_HELP = (
     "Trap diagnosis of the PoS variants: paper (Eq. 5-6, the default) or improved (stays right "

@@ -20,7 +20,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pos_agent.cli._common import shown
 from pos_agent.cli.app import app
+from pos_agent.envs._registry import env_entries
 from pos_agent.envs.alfworld import alfworld_data_dir
 from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role
 from pos_agent.llm.backend import MODE_NAMES
@@ -33,9 +35,6 @@ PACKAGES: tuple[tuple[str, str, str, str], ...] = (
     ("pydantic", "pydantic", "schemas", "uv sync --frozen"),
     ("llama_cpp", "llama-cpp-python", "the local model", "uv sync --frozen --extra local"),
     ("httpx", "httpx", "OpenAI-compatible servers", "uv sync --frozen --extra openai"),
-    ("alfworld", "alfworld", "ALFWorld", "uv sync --frozen --extra envs"),
-    ("scienceworld", "scienceworld", "ScienceWorld", "uv sync --frozen --extra envs"),
-    ("textworld_express", "textworld-express", "TextWorldExpress", "uv sync --frozen --extra envs"),
 )
 JAVA_FIX = "apt-get install default-jre-headless (ScienceWorld and TextWorldExpress run on Java)"
 
@@ -73,6 +72,30 @@ def check_package(module: str, distribution: str, purpose: str, install: str) ->
     except importlib.metadata.PackageNotFoundError:
         version = "version unknown"
     return Check(name, "ok", version)
+
+
+def check_environments() -> list[Check]:
+    """One line per environment that needs an extra: ok when its packages import, else which
+    extra installs them (the environments without an extra always run)."""
+    checks = []
+    for entry in env_entries():
+        if entry.extra is None:
+            continue
+        name = f"env {entry.name}"
+        problem = entry.unavailable()
+        if problem is None:
+            checks.append(Check(name, "ok", f"{', '.join(entry.modules)} installed"))
+            continue
+        missing = ", ".join(entry.missing_modules())
+        checks.append(
+            Check(
+                name,
+                "warn",
+                f"needs the `{entry.extra}` extra ({missing} not installed)",
+                f"uv sync --frozen --extra {entry.extra} (or pip install 'pos-agent[{entry.extra}]')",
+            )
+        )
+    return checks
 
 
 def check_java() -> Check:
@@ -121,8 +144,8 @@ def check_cpu() -> Check:
     )
 
     flags = cpu_flags()
-    shown = ", ".join(f for f in REPORTED_FLAGS if flags and f in flags) or "unknown"
-    detail = f"{cpu_model()}; flags: {shown}"
+    reported = ", ".join(f for f in REPORTED_FLAGS if flags and f in flags) or "unknown"
+    detail = f"{cpu_model()}; flags: {reported}"
     features = llama_features()
     if features:
         detail += f"; llama.cpp built for: {', '.join(compiled_cpu_features(features)) or 'none'}"
@@ -208,6 +231,7 @@ def _mode(mode: StructuredMode | None) -> str:
 def run_checks(models: list[str], base_url: str | None) -> list[Check]:
     checks = [check_python()]
     checks += [check_package(*package) for package in PACKAGES]
+    checks += check_environments()
     checks += [check_java(), check_alfworld_data()]
     local = [spec for spec in models if wants_context_per_role(spec)]
     llama_cpp_installed = importlib.util.find_spec("llama_cpp") is not None
@@ -234,10 +258,10 @@ def render(checks: list[Check]) -> Table:
     style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
     for check in checks:
         table.add_row(
-            check.name,
+            shown(check.name),
             f"[{style[check.status]}]{check.status}[/]",
-            check.detail,
-            check.fix if check.status != "ok" else "",
+            shown(check.detail),
+            shown(check.fix) if check.status != "ok" else "",
         )
     return table
 

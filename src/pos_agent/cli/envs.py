@@ -22,7 +22,8 @@ from pos_agent.envs import (
     list_tasks,
     make_env,
 )
-from pos_agent.envs._registry import canonical_env
+from pos_agent.envs._registry import canonical_env, env_entry
+from pos_agent.llm import printable
 
 # Exit codes of `pos play`.
 EXIT_SUCCESS = 0
@@ -59,7 +60,7 @@ def envs_command(
     try:
         names = [canonical_env(env)] if env else list_envs()
     except EnvError as exc:
-        console.print(Text(str(exc), style="red"))
+        console.print(Text(printable(exc), style="red"))
         raise typer.Exit(EXIT_SETUP_ERROR) from exc
     table = Table(title="PoS environments", show_lines=False)
     for column in ("Environment", "Split", "Task", "Category"):
@@ -94,10 +95,15 @@ def envs_command(
         for spec in specs:
             # Task ids and descriptions come from data files: shown as text, never as markup.
             cells = (spec.env, spec.split, spec.task_id, spec.category, spec.description)
-            table.add_row(*(Text(str(cell)) for cell in cells))
+            table.add_row(*(Text(printable(cell)) for cell in cells))
     console.print(table)
     for problem in problems:
-        console.print(Text(problem, style="yellow"))
+        console.print(Text(printable(problem), style="yellow"))
+    # Listing needs no extra, but running does: say which extra each environment still needs.
+    for name in names:
+        missing = env_entry(name).unavailable()
+        if missing is not None:
+            console.print(Text(f"Cannot run here: {printable(missing)}", style="yellow"))
 
 
 def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:
@@ -153,7 +159,7 @@ def play_command(
         options = _parse_options(option or [])
         environment = make_env(env, task, max_steps=max_steps, split=split, seed=seed, **options)
     except EnvError as exc:
-        console.print(Text(str(exc), style="red"))
+        console.print(Text(printable(exc), style="red"))
         raise typer.Exit(EXIT_SETUP_ERROR) from exc
     with closing(environment):
         try:
@@ -162,10 +168,10 @@ def play_command(
             else:
                 code = _play_human(console, environment)
         except InfrastructureError as exc:
-            console.print(Text(str(exc), style="red"))
+            console.print(Text(printable(exc), style="red"))
             code = EXIT_INFRASTRUCTURE_ERROR
         except EnvError as exc:
-            console.print(Text(str(exc), style="red"))
+            console.print(Text(printable(exc), style="red"))
             code = EXIT_SETUP_ERROR
         except KeyboardInterrupt:
             console.print(Text("\nStopped.", style="yellow"))
@@ -194,7 +200,7 @@ def _option_value(raw: str) -> Any:
 
 
 def _print_header(console: Console, environment: Environment) -> None:
-    console.rule(Text(f"{environment.name} / {environment.task_id}", style="bold"))
+    console.rule(Text(printable(f"{environment.name} / {environment.task_id}"), style="bold"))
 
 
 def _print_outcome(console: Console, observation: Observation, steps: int) -> int:
@@ -211,17 +217,17 @@ def _play_expert(console: Console, environment: Environment) -> int:
     last: list[Observation] = []
 
     def start(observation: Observation) -> None:
-        console.print(Text(observation.text))
+        console.print(Text(printable(observation.text)))
 
     def show(action: str, observation: Observation) -> None:
         last[:] = [observation]
         number = observation.info.get("steps_used", "?")
-        console.print(Text(f"{number:>3}. {action}", style="bold cyan"))
-        console.print(Text(observation.text), style="dim")
+        console.print(Text(printable(f"{number:>3}. {action}"), style="bold cyan"))
+        console.print(Text(printable(observation.text)), style="dim")
 
     outcome = run_expert(environment, on_reset=start, on_step=show)
     if outcome.error and not outcome.success:
-        console.print(Text(outcome.error, style="yellow"))
+        console.print(Text(printable(outcome.error), style="yellow"))
     if last:
         return _print_outcome(console, last[0], outcome.steps)
     console.print(Text("FAILURE: the expert took no step.", style="bold red"))
@@ -231,7 +237,7 @@ def _play_expert(console: Console, environment: Environment) -> int:
 def _show_actions(console: Console, actions: list[str], *, everything: bool) -> None:
     shown = actions if everything else actions[:_SHOWN_ACTIONS]
     for number, action in enumerate(shown, start=1):
-        console.print(Text(f"  {number:>3}. {action}"))
+        console.print(Text(printable(f"  {number:>3}. {action}")))
     if len(shown) < len(actions):
         console.print(
             Text(
@@ -244,7 +250,7 @@ def _show_actions(console: Console, actions: list[str], *, everything: bool) -> 
 def _play_human(console: Console, environment: Environment) -> int:
     _print_header(console, environment)
     observation = environment.reset()
-    console.print(Text(observation.text))
+    console.print(Text(printable(observation.text)))
     console.print(
         Text("Type a number or an action; 'actions' lists them all; 'quit' stops.", style="dim")
     )
@@ -269,13 +275,15 @@ def _play_human(console: Console, environment: Environment) -> int:
         if line.isdigit():
             index = int(line) - 1
             if not 0 <= index < len(actions):
-                console.print(Text(f"No action numbered {line}.", style="yellow"))
+                console.print(Text(printable(f"No action numbered {line}."), style="yellow"))
                 continue
             line = actions[index]
         observation = environment.step(line)
         steps += 1
         fresh = True
         style = "yellow" if observation.info.get("invalid_action") else ""
-        console.print(Text(f"[{steps}/{environment.max_steps}] {line}", style="bold cyan"))
-        console.print(Text(observation.text, style=style))
+        console.print(
+            Text(printable(f"[{steps}/{environment.max_steps}] {line}"), style="bold cyan")
+        )
+        console.print(Text(printable(observation.text), style=style))
     return _print_outcome(console, observation, steps)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from pos_agent.cli.app import app
+from pos_agent.llm import printable
 
 
 @app.command()
@@ -42,9 +43,9 @@ def report(
             run_dirs, target, context_field=context_field, split_runs=split_runs, plots=plots
         )
     except ReportError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {printable(exc)}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(written.markdown)
+    typer.echo(printable(written.markdown))
     typer.echo(f"report: {written.markdown_path}")
     typer.echo("tables: " + ", ".join(str(p) for p in written.csv_paths))
     if written.plot_paths:
@@ -72,10 +73,10 @@ def view(
     try:
         path = write_view(trace_dir, out)
     except TraceNotFoundError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {printable(exc)}", err=True)
         raise typer.Exit(1) from None
     except OSError as exc:
-        typer.echo(f"error: cannot read or write the trace: {exc}", err=True)
+        typer.echo(f"error: cannot read or write the trace: {printable(exc)}", err=True)
         raise typer.Exit(1) from None
     except UnicodeDecodeError as exc:
         typer.echo(

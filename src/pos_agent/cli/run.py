@@ -2,59 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
 from pos_agent.agents.base import StepInfo
-from pos_agent.bench.case import (
-    AGENTS,
-    CaseBusyError,
-    CaseSpec,
-    RecordError,
-    run_case,
+from pos_agent.agents.methods import uses_embeddings
+from pos_agent.bench.case import AGENTS, CaseBusyError, CaseSpec, RecordError, run_case
+from pos_agent.bench.env_models import env_model_labels, resolve_env_models
+from pos_agent.bench.run_folder import (
+    RunFolder,
+    RunFolderError,
+    RunPlan,
+    check_run_name,
+    prepare_out,
+    read_config,
 )
-from pos_agent.bench.env_models import env_model_labels, parse_env_models, resolve_env_models
-from pos_agent.bench.run_folder import RunFolderError, check_run_name, prepare_out
-from pos_agent.cli._common import (
-    AGENT_HELP,
-    BOUND_HELP,
-    CASE_TIMEOUT_HELP,
-    CONTEXT_HELP,
-    EMBED_HELP,
-    ENV_MODEL_HELP,
-    GENERATION_HELP,
-    HEALTH_HELP,
-    LOCA_ROOT_HELP,
-    PROFILE_HELP,
-    RETRIES_HELP,
-    TIMEOUT_HELP,
-    checked_bounds,
-    checked_embed_model,
-    checked_profile,
-    console,
-    model_options,
-    shown,
-)
+from pos_agent.bench.runner import finished
+from pos_agent.cli._common import AGENT_HELP, console, shown
+from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.envs import EnvError
-from pos_agent.health.window import Diagnosis
-from pos_agent.llm import CacheMode, ModelFailure, ModelOptions, parse_spec
+from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
 from pos_agent.recovery.constraint import RecoveryMode
-from pos_agent.trace import is_scored
+from pos_agent.trace import CaseResult, is_scored, read_result
 
 
 @app.command()
+@case_options
 def run(
     env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")],
     task: Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")],
     agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "pos",
-    model: Annotated[
-        str,
-        typer.Option(help="Model for every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL."),
-    ] = "local",
     policy_model: Annotated[
         str | None, typer.Option(help="Override the policy role's model.")
     ] = None,
@@ -70,39 +53,26 @@ def run(
             help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
         ),
     ] = "soft",
-    health: Annotated[Diagnosis, typer.Option(help=HEALTH_HELP)] = "paper",
     max_steps: Annotated[
         int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
     ] = None,
-    out: Annotated[Path, typer.Option(help="Folder that holds runs.")] = Path("runs"),
     run_name: Annotated[
         str | None,
         typer.Option("--run", help="Run name, a folder inside --out (default: the time)."),
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp).")
-    ] = None,
-    cache: Annotated[CacheMode, typer.Option(help="Response cache.")] = "off",
-    timeout: Annotated[float | None, typer.Option(help=TIMEOUT_HELP, min=0.001)] = None,
-    max_retries: Annotated[int | None, typer.Option(help=RETRIES_HELP, min=0)] = None,
-    case_timeout: Annotated[float | None, typer.Option(help=CASE_TIMEOUT_HELP, min=0.001)] = None,
     seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
     split: Annotated[
         str | None,
         typer.Option(help="Split the task is checked against (default: the environment's)."),
     ] = None,
-    env_model: Annotated[list[str] | None, typer.Option(help=ENV_MODEL_HELP)] = None,
-    generation_tokens: Annotated[int | None, typer.Option(help=GENERATION_HELP, min=16)] = None,
-    profile: Annotated[str | None, typer.Option(help=PROFILE_HELP)] = None,
-    bound: Annotated[list[str] | None, typer.Option(help=BOUND_HELP)] = None,
-    context_window: Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)] = None,
-    embed_model: Annotated[str, typer.Option(help=EMBED_HELP)] = "tfidf",
-    loca_root: Annotated[Path | None, typer.Option(help=LOCA_ROOT_HELP)] = None,
+    *,
+    options: CaseOptions,
 ) -> None:
     """Run one episode and write runs/<run>/<case>/events.jsonl and result.json.
 
     Exit code: 0 when the case was scored (success or failure); 1 when it was not
-    (a set-up, harness or infrastructure error, named in the output); 130 after Ctrl-C.
+    (a set-up, harness or infrastructure error, named in the output); 130 after Ctrl-C,
+    SIGTERM or SIGHUP.
 
     Example: pos run alfworld-mini heat-mug --agent pos --model local --max-steps 12
 
@@ -114,9 +84,6 @@ def run(
     """
     if agent not in AGENTS:
         raise typer.BadParameter(f"choose one of {', '.join(AGENTS)}", param_hint="--agent")
-    bounds = checked_bounds(bound)
-    profile = checked_profile(profile)
-    embed = checked_embed_model(embed_model, used=agent == "pace")
     overrides = {
         role: spec
         for role, spec in (
@@ -126,63 +93,37 @@ def run(
         )
         if spec
     }
-    try:
-        env_models = resolve_env_models(env, parse_env_models(env_model))
-    except (ValueError, EnvError) as exc:
-        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
-    spec = CaseSpec(
-        env=env,
-        task=task,
-        agent=agent,
-        model=model,
-        role_models=overrides,
-        recovery=recovery,
-        health=health,
-        max_steps=max_steps,
-        seed=seed,
-        split=split,
-        env_models=env_models,
-        generation_tokens=generation_tokens,
-        profile=profile,
-        bounds=bounds,
-        context_window=context_window,
-        embed_model=embed,
-        env_options={"loca_root": str(loca_root.expanduser().resolve())} if loca_root else {},
-    )
-    for name in sorted(set(spec.models().values())):
-        try:
-            parse_spec(name)
-        except ModelFailure as failure:
-            raise typer.BadParameter(failure.message, param_hint="--model") from None
+    spec = _spec(env, task, agent, overrides, recovery, max_steps, seed, split, options)
     try:
         name = check_run_name(run_name or time.strftime("%Y%m%d-%H%M%S"))
-        prepare_out(out)
+        prepare_out(options.out)
     except RunFolderError as exc:
         _fail(str(exc), 2)
-    case_dir = out / name / spec.folder
-    options = ModelOptions(
-        **model_options(base_url=base_url, cache=cache, timeout_s=timeout, max_retries=max_retries)
-    )
+    case_dir = options.out / name / spec.folder
+    model_options = ModelOptions(**options.model_options())
     models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
     console.print(
         f"[bold]pos run[/] {shown(env)} {shown(task)}  agent={shown(agent)}  models: {shown(models)}"
     )
-    if env_models:
-        labels = env_model_labels(env, env_models)
+    if spec.env_models:
+        labels = env_model_labels(env, spec.env_models)
         console.print(
             "environment models: " + shown(", ".join(f"{r}={m}" for r, m in labels.items()))
         )
     console.print(f"trace: {shown(case_dir / 'events.jsonl')}")
     started = time.monotonic()
     try:
-        result = run_case(
-            spec,
-            case_dir,
-            run_name=name,
-            options=options,
-            on_step=_show,
-            time_limit_s=case_timeout,
-        )
+        with _claimed(options.out / name, spec, model_options):
+            result = run_case(
+                spec,
+                case_dir,
+                run_name=name,
+                options=model_options,
+                on_step=_show,
+                time_limit_s=options.case_timeout,
+            )
+    except RunFolderError as exc:
+        _fail(str(exc), 2)
     except KeyboardInterrupt:
         console.print(
             f"\n[yellow]Interrupted.[/] The partial trace and result are in {shown(case_dir)}"
@@ -192,7 +133,83 @@ def run(
         _fail(f"{exc}; wait for the other pos command to finish, or choose another --run", 1)
     except RecordError as exc:
         _fail(f"{exc.strerror or exc}; free space or choose another --out", 1)
-    elapsed = time.monotonic() - started
+    _print_result(result, case_dir, time.monotonic() - started)
+    if not is_scored(result.status):
+        raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _claimed(run_dir: Path, spec: CaseSpec, options: ModelOptions) -> Iterator[None]:
+    """Inside a `pos bench` run folder, the case is played under the run's lock, with the
+    run's settings, and a finished case is never overwritten; elsewhere, a scored result that
+    is replaced is said so."""
+    if read_config(run_dir) is None:
+        earlier = read_result(run_dir / spec.folder)
+        if earlier is not None and is_scored(earlier.status):
+            console.print(
+                f"[yellow]note:[/] replacing the earlier {shown(earlier.status)} result in "
+                f"{shown(run_dir / spec.folder)}"
+            )
+        yield
+        return
+    folder = RunFolder(run_dir)
+    folder.claim_case(spec, options)
+    with folder:
+        hash_now = RunPlan.of([spec], options).hashes[spec.folder]
+        earlier = read_result(run_dir / spec.folder)
+        if earlier is not None and finished(earlier, run_dir / spec.folder, hash_now):
+            raise RunFolderError(
+                f"{spec.folder} is a finished case of the pos bench run {run_dir} "
+                f"({earlier.status}); it is kept. Choose another --run to play it again."
+            )
+        yield
+
+
+def _spec(
+    env: str,
+    task: str,
+    agent: str,
+    role_models: dict[str, str],
+    recovery: RecoveryMode,
+    max_steps: int | None,
+    seed: int | None,
+    split: str | None,
+    options: CaseOptions,
+) -> CaseSpec:
+    """The case to play, from the command line; a bad option is refused (exit 2)."""
+    bounds = options.checked_bounds()
+    profile = options.checked_profile()
+    embed = options.checked_embed_model(used=uses_embeddings(agent))
+    try:
+        env_models = resolve_env_models(env, options.requested_env_models())
+    except (ValueError, EnvError) as exc:
+        raise typer.BadParameter(str(exc), param_hint="--env-model") from None
+    loca_root = options.loca_root_option()
+    spec = CaseSpec(
+        env=env,
+        task=task,
+        agent=agent,
+        role_models=role_models,
+        recovery=recovery,
+        max_steps=max_steps,
+        seed=seed,
+        split=split,
+        env_models=env_models,
+        profile=profile,
+        bounds=bounds,
+        embed_model=embed,
+        env_options={"loca_root": loca_root} if loca_root else {},
+        **options.spec_fields(),
+    )
+    for name in sorted(set(spec.models().values())):
+        try:
+            parse_spec(name)
+        except ModelFailure as failure:
+            raise typer.BadParameter(failure.message, param_hint="--model") from None
+    return spec
+
+
+def _print_result(result: CaseResult, case_dir: Path, elapsed: float) -> None:
     colour = "green" if result.success else "red"
     tokens = sum(t.prompt_tokens + t.completion_tokens for t in result.tokens.values())
     console.print(
@@ -212,8 +229,6 @@ def run(
         f"events: {shown(case_dir / 'events.jsonl')}  "
         "(one JSON object per line; field `event` names its kind)"
     )
-    if not is_scored(result.status):
-        raise typer.Exit(1)
 
 
 def _show(info: StepInfo) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from pos_agent.cli._common import progress_bar
+from pos_agent.cli._common import progress_bar, shown
 from pos_agent.cli.app import app
 from pos_agent.trapbench.families import FAMILY_CHOICES
 from pos_agent.trapbench.pool import KILL_FACTOR, MEMORY_LIMIT_MB, TIME_LIMIT_S
@@ -114,11 +114,11 @@ def make(
             limits=Limits(time_s=time_limit, memory_mb=memory_limit),
         )
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {shown(exc)}")
         raise typer.Exit(2) from None
     except ImportError as exc:
         console.print(
-            f"[red]error:[/] TextWorld is not installed ({exc}). It comes with the envs extra: "
+            f"[red]error:[/] TextWorld is not installed ({shown(exc)}). It comes with the envs extra: "
             "`uv sync --extra envs` (or `pip install 'pos-agent[envs]'`)."
         )
         raise typer.Exit(2) from None
@@ -145,10 +145,10 @@ def make(
                 )
             elif result.failed:
                 bar.console.print(
-                    f"[red]failed[/] {result.entries[-1].id}: {result.entries[-1].reason}"
+                    f"[red]failed[/] {result.entries[-1].id}: {shown(result.entries[-1].reason)}"
                 )
             else:
-                bar.console.print(f"[yellow]gave up[/] {result.slot}: {skipped[-1].reason}")
+                bar.console.print(f"[yellow]gave up[/] {result.slot}: {shown(skipped[-1].reason)}")
             bar.advance(task)
 
         def progress(running: list[Running]) -> None:
@@ -177,7 +177,7 @@ def make(
     used = sum(g.status == "used" for g in manifest.games)
     skipped = [g for g in manifest.games if g.status == "skipped"]
     for entry in skipped:
-        console.print(f"[dim]skipped {entry.id} (seed {entry.seed}): {entry.reason}[/]")
+        console.print(f"[dim]skipped {entry.id} (seed {entry.seed}): {shown(entry.reason)}[/]")
     peaks = ", ".join(
         f"#{number} {peak.mb:.0f} MB ({peak.key})"
         for number, peak in sorted(maker.peaks.items())
@@ -188,7 +188,9 @@ def make(
     elapsed = f"{time.monotonic() - started:.0f}s"
     if corpus is None:
         for result in maker.failed:
-            console.print(f"[red]failed[/] {result.entries[-1].id}: {result.entries[-1].reason}")
+            console.print(
+                f"[red]failed[/] {result.entries[-1].id}: {shown(result.entries[-1].reason)}"
+            )
         console.print(
             f"[red]{len(maker.failed)} game(s) failed[/] ({used} games used, {len(skipped)} "
             f"seeds skipped; {elapsed}); the finished games are kept in {out}: run the same "
@@ -235,7 +237,7 @@ def evaluate_command(
     try:
         families = load_families(corpus)
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {shown(exc)}")
         raise typer.Exit(2) from None
     if not any(families.values()):
         console.print(f"[red]error:[/] {corpus} holds no trajectories")

@@ -18,7 +18,14 @@ from pos_agent.llm._ledger import CallTotals, TokenLedger
 from pos_agent.llm._load import load_model
 from pos_agent.llm._options import CacheMode, ModelOptions
 from pos_agent.llm._preflight import ProbeOutcome, preflight, probe
-from pos_agent.llm._registry import DEFAULT_SPEC, ModelSpec, parse_spec, wants_context_per_role
+from pos_agent.llm._printable import printable
+from pos_agent.llm._registry import (
+    DEFAULT_SPEC,
+    ModelSpec,
+    effective_server,
+    parse_spec,
+    wants_context_per_role,
+)
 from pos_agent.llm._reliable import ReliableModel
 from pos_agent.llm._scripted import ScriptedModel, ScriptedReply
 from pos_agent.llm._types import (
@@ -58,9 +65,11 @@ __all__ = [
     "StructuredMode",
     "TokenLedger",
     "Usage",
+    "effective_server",
     "load_model",
     "parse_spec",
     "preflight",
+    "printable",
     "probe",
     "wants_context_per_role",
 ]

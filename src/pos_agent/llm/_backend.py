@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 from pos_agent.llm._structured import JsonSchema
 from pos_agent.llm._types import Message, StructuredMode, Usage
 
-BackendErrorKind = Literal["transport", "timeout", "config"]
+BackendErrorKind = Literal["transport", "timeout", "config", "context_overflow"]
 
 
 class BackendError(Exception):
@@ -66,6 +66,8 @@ class RawReply:
     not, the schema was only in the prompt). `defect` names a problem the backend already saw
     in the output (say, a reply over the size cap, of which `text` is only the start): the
     reliability layer treats it as bad output, with a repair turn, never as a transport error.
+    `usage_note` says why `usage` is not what the server reported (none, or implausible
+    numbers replaced by an estimate); None when it is.
     """
 
     text: str
@@ -73,6 +75,7 @@ class RawReply:
     truncated: bool = False
     structured_mode: StructuredMode | None = None
     defect: str | None = None
+    usage_note: str | None = None
 
 
 class Backend(Protocol):

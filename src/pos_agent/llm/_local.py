@@ -9,6 +9,9 @@ import importlib.util
 import json
 import logging
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +77,7 @@ class _LoadedModel:
 # system prompt, the same belief rendering) only evaluate the new suffix.
 _LOADED: dict[tuple[str, int, str], _LoadedModel] = {}
 _LOADING = threading.Lock()
+CLOSE_WAIT_S = 120.0  # at exit, the longest to wait for an abandoned generation to finish
 
 
 @atexit.register
@@ -81,8 +85,15 @@ def _close_all() -> None:
     """Free llama.cpp contexts while the interpreter is whole; left to `__del__` at shutdown
     they fail noisily ("'NoneType' object is not callable") once their modules are gone."""
     for loaded in list(_LOADED.values()):
-        with contextlib.suppress(Exception):
-            loaded.llama.close()
+        # A generation abandoned by Ctrl-C may still run on its helper thread: freeing the
+        # context under it would crash the process, so wait for it (its token budget bounds it).
+        if not loaded.lock.acquire(timeout=CLOSE_WAIT_S):
+            continue
+        try:
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        finally:
+            loaded.lock.release()
     _LOADED.clear()
 
 
@@ -177,30 +188,34 @@ class LlamaCppBackend:
         loaded = self._loaded()
         grammar = self._grammar(loaded.llama, request.schema) if request.schema else None
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        with loaded.lock:
-            try:
-                result = loaded.llama.create_chat_completion(
+        try:
+            result = interruptible(
+                loaded.lock,
+                lambda: loaded.llama.create_chat_completion(
                     messages=messages,
                     max_tokens=request.max_tokens,
                     temperature=request.temperature,
                     seed=request.seed,
                     grammar=grammar,
-                )
-            except ValueError as exc:
-                if "context window" in str(exc):
-                    raise BackendError(
-                        "config",
-                        f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
-                        "shorten the prompt or raise n_ctx",
-                        retryable=False,
-                    ) from None
+                ),
+            )
+        except ValueError as exc:
+            if "context window" in str(exc):
+                # llama-cpp-python: "Requested tokens (N) exceed context window of M".
                 raise BackendError(
-                    "transport", f"llama.cpp rejected the request: {exc}", retryable=False
+                    "context_overflow",
+                    f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
+                    "resending it cannot help: raise n_ctx, or --context-window TOKENS "
+                    "makes the raw baseline cut its history to fit",
+                    retryable=False,
                 ) from None
-            except Exception as exc:
-                raise BackendError(
-                    "transport", f"llama.cpp failed: {type(exc).__name__}: {exc}", retryable=False
-                ) from None
+            raise BackendError(
+                "transport", f"llama.cpp rejected the request: {exc}", retryable=False
+            ) from None
+        except Exception as exc:
+            raise BackendError(
+                "transport", f"llama.cpp failed: {type(exc).__name__}: {exc}", retryable=False
+            ) from None
         choice = result["choices"][0]
         text = choice["message"].get("content") or ""
         usage = result.get("usage") or {}
@@ -217,6 +232,36 @@ class LlamaCppBackend:
             grammar = grammar_for_schema(schema, llama)
             self._grammars[key] = grammar
         return grammar
+
+
+POLL_S = 0.1  # how often a caller waiting for llama.cpp lets its signal handlers run
+
+
+def interruptible(lock: threading.Lock, generate: Callable[[], Any]) -> Any:
+    """`generate()` under `lock`, run on a helper thread while the caller waits, so that a
+    Ctrl-C, SIGTERM or time limit reaches the caller at once instead of when llama.cpp returns
+    (a signal handler runs only between Python bytecodes of the main thread). An abandoned
+    generation finishes on its own thread, bounded by its token budget, and its answer is
+    dropped; the lock keeps the next call off the model until it has.
+    """
+    answer: Future[Any] = Future()
+
+    def locked() -> None:
+        with lock:
+            answer.set_result(generate())
+
+    def work() -> None:
+        try:
+            locked()
+        except BaseException as exc:  # handed to the waiting caller, who re-raises it
+            answer.set_exception(exc)
+
+    threading.Thread(target=work, name="pos-llama", daemon=True).start()
+    while True:
+        try:
+            return answer.result(timeout=POLL_S)
+        except FutureTimeout:
+            continue
 
 
 def grammar_for_schema(schema: JsonSchema, llama: Any = None) -> Any:

@@ -22,23 +22,98 @@ from pos_agent.llm._server_modes import (
     refuses_format,
     rejects_request,
     response_format,
+    says_context_overflow,
     server_profile,
     wants_max_completion_tokens,
 )
 from pos_agent.llm._types import StructuredMode, Usage
+from pos_agent.llm._usage import checked_usage
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 _DETAIL_CHARS = 500
+_CLASSIFY_BYTES = 8192
 _BASE_URL_HINT = (
     "check --base-url: it should be the server's API root that serves /chat/completions, "
     "usually ending in /v1"
+)
+OVERFLOW_HINT = (
+    "the conversation is longer than the model's context window; resending it cannot help "
+    "(--context-window TOKENS makes the raw baseline cut its history to fit)"
 )
 
 
 def openai_available() -> bool:
     """Whether the HTTP client this backend needs (the `openai` extra) is installed."""
     return importlib.util.find_spec("httpx") is not None
+
+
+def api_endpoint(full_url: str, path: str, secrets: tuple[str, ...] = ()) -> Any:
+    """`path` under the API root `full_url`, as an httpx URL; BackendError(config) when the
+    root is not an http(s) URL. Shared by the chat backend and PACE's embeddings."""
+    import httpx
+
+    try:
+        url = httpx.URL(full_url)
+        endpoint = url.copy_with(path=url.path.rstrip("/") + "/" + path)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise BackendError(
+            "config",
+            redact(f"--base-url {full_url!r} is not a valid URL ({exc})", secrets),
+            retryable=False,
+        ) from None
+    if endpoint.scheme not in ("http", "https"):
+        raise BackendError(
+            "config",
+            f"--base-url must start with http:// or https://, not {public_url(full_url)!r}",
+            retryable=False,
+        )
+    return endpoint
+
+
+def request_headers(api_key: str | None) -> dict[str, str]:
+    """The headers of every request: JSON, our user agent, and the key when there is one."""
+    headers = {"accept": "application/json", "user-agent": _user_agent()}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def post_or_raise(
+    client: Any,
+    url: Any,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    timeout_s: float,
+    max_bytes: int,
+    where: str,
+    secrets: tuple[str, ...],
+) -> HttpReply:
+    """`post_json` with its failures as BackendErrors: a missed deadline is a retryable
+    timeout, an unusable URL a config error, anything else on the wire a retryable transport
+    error. Any HTTP status is returned, for the caller to judge."""
+    import httpx
+
+    try:
+        return post_json(client, url, payload, headers, timeout_s=timeout_s, max_bytes=max_bytes)
+    except (DeadlineExceeded, httpx.TimeoutException):
+        raise BackendError(
+            "timeout",
+            f"no complete answer from {where} within {timeout_s:g}s "
+            "(timeout_s is the limit of the whole request)",
+            retryable=True,
+        ) from None
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise BackendError(
+            "config", redact(f"cannot use {where}: {exc}", secrets), retryable=False
+        ) from None
+    except httpx.HTTPError as exc:
+        raise BackendError(
+            "transport",
+            redact(f"cannot reach {where}: {exc}; is the server running?", secrets),
+            retryable=True,
+        ) from None
 
 
 class OpenAICompatibleBackend:
@@ -69,25 +144,9 @@ class OpenAICompatibleBackend:
         self.key_env = key_env
         self.secrets: tuple[str, ...] = tuple(s for s in (api_key, *url_secrets(full_url)) if s)
         self.profile: ServerProfile = server_profile(self.base_url or "", model)
-        try:
-            url = httpx.URL(full_url)
-            self._endpoint = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
-        except (httpx.InvalidURL, TypeError, ValueError) as exc:
-            raise BackendError(
-                "config",
-                self._clean(f"--base-url {full_url!r} is not a valid URL ({exc})"),
-                retryable=False,
-            ) from None
-        if self._endpoint.scheme not in ("http", "https"):
-            raise BackendError(
-                "config",
-                f"--base-url must start with http:// or https://, not {self.base_url!r}",
-                retryable=False,
-            )
+        self._endpoint = api_endpoint(full_url, "chat/completions", self.secrets)
         warn_if_key_goes_in_clear(full_url, has_key=api_key is not None)
-        self._headers = {"accept": "application/json", "user-agent": _user_agent()}
-        if api_key:
-            self._headers["authorization"] = f"Bearer {api_key}"
+        self._headers = request_headers(api_key)
         # User info in the URL (a proxy's basic auth) is sent by httpx itself.
         self._client = httpx.Client(follow_redirects=False)
 
@@ -112,41 +171,25 @@ class OpenAICompatibleBackend:
                     ),
                 )
             if reply.status >= 300:
-                detail = self._clean(_error_text(reply))
+                detail = self._clean(error_text(reply))
+                if says_context_overflow(reply.status, self._clean(_raw_text(reply))):
+                    raise self._overflow(f"{self.base_url} (HTTP {reply.status})", detail)
                 if self._adapt_to(reply.status, detail, mode):
                     continue
                 raise self._status_error(reply, detail)
             return self._reply_of(reply, request, mode)
 
     def _post(self, arguments: dict[str, Any]) -> HttpReply:
-        import httpx
-
-        try:
-            return post_json(
-                self._client,
-                self._endpoint,
-                arguments,
-                self._headers,
-                timeout_s=self.timeout_s,
-                max_bytes=self.max_reply_bytes,
-            )
-        except (DeadlineExceeded, httpx.TimeoutException):
-            raise BackendError(
-                "timeout",
-                f"no complete answer from {self.base_url} within {self.timeout_s:g}s "
-                "(timeout_s is the limit of the whole request)",
-                retryable=True,
-            ) from None
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise BackendError(
-                "config", self._clean(f"cannot use {self.base_url}: {exc}"), retryable=False
-            ) from None
-        except httpx.HTTPError as exc:
-            raise BackendError(
-                "transport",
-                self._clean(f"cannot reach {self.base_url}: {exc}; is the server running?"),
-                retryable=True,
-            ) from None
+        return post_or_raise(
+            self._client,
+            self._endpoint,
+            arguments,
+            self._headers,
+            timeout_s=self.timeout_s,
+            max_bytes=self.max_reply_bytes,
+            where=self.base_url or "",
+            secrets=self.secrets,
+        )
 
     def _arguments(self, request: GenerationRequest, mode: StructuredMode | None) -> dict[str, Any]:
         arguments: dict[str, Any] = {
@@ -170,6 +213,15 @@ class OpenAICompatibleBackend:
         if wants_max_completion_tokens(status, detail):
             return self.profile.use_max_completion_tokens()
         return False
+
+    def _overflow(self, where: str, detail: str) -> BackendError:
+        return BackendError(
+            "context_overflow",
+            f"{where} refused the prompt as too long for model {self.model_id!r}: "
+            f"{detail[:_DETAIL_CHARS]}; {OVERFLOW_HINT}",
+            retryable=False,
+            outage=False,
+        )
 
     def _status_error(self, reply: HttpReply, detail: str) -> BackendError:
         status = reply.status
@@ -205,7 +257,7 @@ class OpenAICompatibleBackend:
                 "transport",
                 f"{where}: {detail}",
                 retryable=True,
-                retry_after_s=_retry_after_s(reply.headers),
+                retry_after_s=retry_after_s(reply.headers),
                 outage=False,
             )
         if rejects_request(status, detail):
@@ -221,7 +273,7 @@ class OpenAICompatibleBackend:
                 "transport",
                 f"{where}: {detail}",
                 retryable=True,
-                retry_after_s=_retry_after_s(reply.headers),
+                retry_after_s=retry_after_s(reply.headers),
             )
         return BackendError("transport", f"{where}: {detail}", retryable=False)
 
@@ -229,23 +281,51 @@ class OpenAICompatibleBackend:
         self, reply: HttpReply, request: GenerationRequest, mode: StructuredMode | None
     ) -> RawReply:
         message, choice, body = self._chat_message(reply)
-        text = _content_text(message.get("content"))
-        usage = body.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-            completion_tokens = usage.get("completion_tokens")
-            spent = Usage(
-                usage["prompt_tokens"],
-                completion_tokens if isinstance(completion_tokens, int) else 0,
-            )
-        else:
-            # Some servers omit usage; an estimate keeps the accounting roughly right.
-            prompt = sum(estimate_tokens(m.content) for m in request.messages)
-            spent = Usage(prompt, estimate_tokens(text))
+        text = self._content_text(reply, message)
+        prompt = sum(estimate_tokens(m.content) for m in request.messages)
+        spent, note = checked_usage(
+            body.get("usage"),
+            estimate=Usage(prompt, estimate_tokens(text)),
+            prompt_bytes=sum(_utf8_size(m.content) for m in request.messages),
+            max_tokens=request.max_tokens,
+            reply_bytes=_utf8_size(text),
+        )
         return RawReply(
             text,
             spent,
             truncated=choice.get("finish_reason") == "length",
             structured_mode=mode,
+            usage_note=note,
+        )
+
+    def _content_text(self, reply: HttpReply, message: dict[str, Any]) -> str:
+        """The text of a chat message; a config error when the server answered with something
+        that is not text (a number, an object, tool calls only): such a server is broken or
+        set up for another protocol, and every step it answered would be scored as a failure."""
+        where = f"{self.base_url} answered HTTP {reply.status}"
+        content = message.get("content")
+        if content in (None, "") and message.get("tool_calls"):
+            raise BackendError(
+                "config",
+                f"{where} with tool_calls only and no text, though no tool was offered (text "
+                f"was asked for); check that the model {self.model_id!r} and the server's chat "
+                "template answer plain chat requests (vLLM: no forced tool choice)",
+                retryable=False,
+            )
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list) and all(
+            isinstance(part, dict) and isinstance(part.get("text", ""), str) for part in content
+        ):
+            # Some servers send content as parts: [{"type": "text", "text": "..."}].
+            return "".join(part.get("text", "") for part in content)
+        if content is None:
+            return ""
+        raise BackendError(
+            "config",
+            f"{where} with a malformed chat message: its content is "
+            f"{_kind_of(content)}, not text; {_BASE_URL_HINT}, and that it serves a chat model",
+            retryable=False,
         )
 
     def _chat_message(
@@ -265,14 +345,21 @@ class OpenAICompatibleBackend:
                 retryable=False,
             ) from None
         if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
-            detail = self._clean(_error_text(reply))[:_DETAIL_CHARS]
+            detail = self._clean(error_text(reply))[:_DETAIL_CHARS]
+            if says_context_overflow(400, self._clean(_raw_text(reply))):
+                raise self._overflow(where, detail)
             raise BackendError("config", f"{where} with an error: {detail}", retryable=False)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list):
-            keys = ", ".join(sorted(body)[:8]) if isinstance(body, dict) else type(body).__name__
+            if isinstance(body, dict) and "choices" in body:
+                what = f"its choices are {_kind_of(choices)}, not a list"
+            elif isinstance(body, dict):
+                what = f"no choices; it has: {', '.join(sorted(map(str, body))[:8]) or 'nothing'}"
+            else:
+                what = f"it is {_kind_of(body)}, not an object"
             raise BackendError(
                 "config",
-                f"{where} with JSON that is not a chat completion (no choices; it has: {keys}); "
+                f"{where} with JSON that is not a chat completion ({self._clean(what)}); "
                 f"{_BASE_URL_HINT}",
                 retryable=False,
             )
@@ -298,16 +385,31 @@ class OpenAICompatibleBackend:
         return redact(text, self.secrets)
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        # Some servers send content as parts: [{"type": "text", "text": "..."}].
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
+def _kind_of(value: Any) -> str:
+    """What a JSON value is, for messages: `a number (42)`, `an object`, `a string`."""
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "null" if value is None else type(value).__name__
 
 
-def _error_text(reply: HttpReply) -> str:
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def _raw_text(reply: HttpReply) -> str:
+    """The whole error body as text (codes and types included), for classifying it."""
+    return reply.body[:_CLASSIFY_BYTES].decode("utf-8", errors="replace")
+
+
+def error_text(reply: HttpReply) -> str:
     raw = reply.body.decode("utf-8", errors="replace")
     try:
         body = json.loads(raw)
@@ -324,7 +426,7 @@ def _error_text(reply: HttpReply) -> str:
     return raw.strip()[:_DETAIL_CHARS]
 
 
-def _retry_after_s(headers: dict[str, str]) -> float | None:
+def retry_after_s(headers: dict[str, str]) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:

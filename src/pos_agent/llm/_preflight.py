@@ -32,8 +32,9 @@ PROBE_MAX_TOKENS = 256
 PROBE_TIMEOUT_S = 60.0
 PROBE_RETRIES = 1
 
-# Failures that mean the set-up is broken, not that the model answered badly.
-SETUP_FAILURES: tuple[FailureKind, ...] = ("config", *UNAVAILABLE_KINDS)
+# Failures that mean the set-up is broken, not that the model answered badly; a context too
+# small for the few-token probe is one too.
+SETUP_FAILURES: tuple[FailureKind, ...] = ("config", "context_overflow", *UNAVAILABLE_KINDS)
 
 
 class DoctorProbe(BaseModel):
@@ -106,6 +107,8 @@ def advice_for(failure: ModelFailure, spec: str) -> str:
     """What to do about a failed model call, for people reading a doctor or bench report."""
     if failure.kind == "config":
         return "see the message; docs/models.md lists the model specs and their settings"
+    if failure.kind == "context_overflow":
+        return "the server's context window cannot hold even this short probe; raise it"
     if failure.unavailable:
         return (
             "check that the server is running and reachable (--base-url, usually ending in /v1) "

@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from pos_agent.llm import _builtin
 from pos_agent.llm._backend import Backend
 from pos_agent.llm._options import ModelOptions
+from pos_agent.llm._secrets import public_url
 from pos_agent.llm._types import ModelFailure
 
 BackendFactory = Callable[[str, ModelOptions], Backend]
 """(target, options) -> Backend. The target is what follows "prefix:" ("" without one)."""
+ServerOf = Callable[[ModelOptions], "str | None"]
+"""options -> the server URL a backend would call with them (flag, environment variable or its
+default), or None for a backend that calls no server."""
 
 DEFAULT_SPEC = "local"
 
@@ -30,6 +34,8 @@ class BackendEntry:
     `target` is "none" for bare specs ("local"), else the name of what follows the colon
     ("MODEL", "PATH"). `in_process` marks backends that run the model inside this process and
     keep per-context state (llama.cpp): the harness gives each role its own context of them.
+    `server` says which server its models call with given options, wherever the URL comes
+    from; a run records it as part of its identity (None: no server, or one it cannot tell).
     """
 
     prefix: str
@@ -37,6 +43,7 @@ class BackendEntry:
     target: str = "none"
     in_process: bool = False
     summary: str = ""
+    server: ServerOf | None = None
 
     @property
     def form(self) -> str:
@@ -63,12 +70,14 @@ _ENTRIES: dict[str, BackendEntry] = {
             "openai",
             _builtin.openai,
             target="MODEL",
+            server=_builtin.openai_server,
             summary="any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server)",
         ),
         BackendEntry(
             "dashscope",
             _builtin.dashscope,
             target="MODEL",
+            server=_builtin.dashscope_server,
             summary="Alibaba DashScope's OpenAI-compatible mode (the paper's provider)",
         ),
         BackendEntry(
@@ -142,3 +151,16 @@ def wants_context_per_role(spec: str) -> bool:
         return entry_for(parse_spec(spec)).in_process
     except (ModelFailure, KeyError):
         return False
+
+
+def effective_server(spec: str, options: ModelOptions) -> str | None:
+    """The server a model spec calls with these options, without credentials: `--base-url`,
+    else the backend's environment variable (OPENAI_BASE_URL, DASHSCOPE_BASE_URL), else its
+    default; None for an in-process or scripted model and for specs that do not parse."""
+    try:
+        entry = entry_for(parse_spec(spec))
+    except (ModelFailure, KeyError):
+        return None
+    if entry.server is None:
+        return None
+    return public_url(entry.server(options))

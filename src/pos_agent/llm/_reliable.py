@@ -7,7 +7,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, ValidationError
 
@@ -15,6 +15,7 @@ from pos_agent.llm._backend import Backend, BackendError, GenerationRequest, Raw
 from pos_agent.llm._breaker import CircuitBreaker, breaker_for
 from pos_agent.llm._cache import CachedOutcome, CacheRequest, ResponseCache
 from pos_agent.llm._options import ModelOptions
+from pos_agent.llm._printable import printable
 from pos_agent.llm._secrets import redact
 from pos_agent.llm._structured import (
     JsonSchema,
@@ -48,6 +49,11 @@ class _Spent:
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
     structured_mode: StructuredMode | None = None
+    usage_notes: list[str] = field(default_factory=list)
+
+    @property
+    def usage_note(self) -> str | None:
+        return "; ".join(dict.fromkeys(self.usage_notes)) or None
 
 
 class ReliableModel:
@@ -187,7 +193,7 @@ class ReliableModel:
             try:
                 reply = self._generate_with_retries(generation, spent)
             except ModelFailure as send_failure:
-                if previous is None or send_failure.kind != "config":
+                if previous is None or send_failure.kind not in ("config", "context_overflow"):
                     raise
                 # The repair turn itself could not be sent (say, it overflowed the context):
                 # report the output problem that needed repairing, which is the real cause.
@@ -214,6 +220,7 @@ class ReliableModel:
                     repairs=repairs,
                     model=self.spec,
                     structured_mode=spent.structured_mode,
+                    usage_note=spent.usage_note,
                     truncated=reply.truncated,
                 )
                 self._store(request, completion, spent.attempts)
@@ -267,8 +274,8 @@ class ReliableModel:
                     delay = max(delay, min(error.retry_after_s, options.backoff_cap_s))
                 logger.warning(
                     "%s: %s; retry %d/%d in %.2fs",
-                    self.spec,
-                    message,
+                    printable(self.spec),
+                    printable(message),
                     retry + 1,
                     options.max_retries,
                     delay,
@@ -279,14 +286,14 @@ class ReliableModel:
             if self._breaker is not None:
                 self._breaker.record_success()
             spent.usage = spent.usage + reply.usage
+            if reply.usage_note:
+                spent.usage_notes.append(reply.usage_note)
             if request.schema is not None:
                 spent.structured_mode = reply.structured_mode or self._default_mode
             # A server or proxy that echoes the key back must not put it in a trace.
             text = redact(reply.text, self._secrets)
             if text != reply.text:
-                reply = RawReply(
-                    text, reply.usage, reply.truncated, reply.structured_mode, reply.defect
-                )
+                reply = replace(reply, text=text)
             return reply
 
     def _refuse_when_circuit_open(self, spent: _Spent) -> None:

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from pos_agent.llm._printable import printable
 from pos_agent.llm._types import StructuredMode
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,20 @@ _INVALID_REQUEST = re.compile(
     re.I,
 )
 _TOKEN_PARAMETER = re.compile(r"max_completion_tokens", re.I)
+# What servers say when the prompt (with the answer's budget) does not fit the model's context:
+# OpenAI's error code; vLLM ("This model's maximum context length is N tokens. However, you
+# requested M tokens", "is longer than the maximum model length"); llama.cpp's server
+# (exceed_context_size_error, "exceeds the available context size") and llama-cpp-python's
+# ("Requested tokens (N) exceed context window of M"); Ollama ("input length exceeds the
+# context length", "prompt too long"); DashScope ("Range of input length should be [1, N]").
+_CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|exceed_context_size|maximum context length|"
+    r"exceeds? (?:the )?(?:available |maximum )?context (?:size|length|window)|"
+    r"exceed context window|longer than the maximum model length|"
+    r"input length exceeds|prompt (?:is )?too long|range of input length should be|"
+    r"context (?:window|length) (?:is )?exceeded|too many tokens in the (?:prompt|input)",
+    re.I,
+)
 
 
 @dataclass
@@ -72,9 +87,9 @@ class ServerProfile:
             chosen = self.mode
         logger.warning(
             "%s refused %s (%s); using %s from now on",
-            where,
+            printable(where),
             MODE_NAMES[tried],
-            reason[:200],
+            printable(reason[:200]),
             MODE_NAMES[chosen],
         )
         return True
@@ -129,6 +144,15 @@ def rejects_request(status: int, text: str) -> bool:
     if status in (400, 404, 405, 413, 415, 422, 501):
         return True
     return status == 500 and _INVALID_REQUEST.search(text) is not None
+
+
+def says_context_overflow(status: int, text: str) -> bool:
+    """Whether an error response says the request does not fit the model's context window.
+
+    Read from what the server says (the message, its error code or type), never from the
+    status alone: servers answer an overflow with 400, 413, 422 or 500.
+    """
+    return status >= 400 and _CONTEXT_OVERFLOW.search(text) is not None
 
 
 def wants_max_completion_tokens(status: int, text: str) -> bool:

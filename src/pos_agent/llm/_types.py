@@ -9,7 +9,9 @@ from typing import Literal, Protocol, TypeVar, get_args, runtime_checkable
 from pydantic import BaseModel
 
 Role = Literal["system", "user", "assistant"]
-FailureKind = Literal["transport", "schema", "empty", "truncated", "config", "timeout"]
+FailureKind = Literal[
+    "transport", "schema", "empty", "truncated", "config", "timeout", "context_overflow"
+]
 FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 # How a structured answer was obtained, strongest first: decoding constrained by a grammar (the
@@ -72,6 +74,8 @@ class Completion:
     included. `parsed` is a validated instance of the requested schema, or None when no schema
     was asked for. `cached` is True when the answer was replayed from the response cache.
     `structured_mode` says how the server or model was held to the schema (None without one).
+    `usage_note` says why `usage` is not what the server reported (it sent none, or numbers
+    that cannot be right and were replaced by an estimate); None when it is.
     `truncated` is True when the backend stopped the (last) reply at `max_tokens` (finish_reason
     "length"); a free-text answer is still returned then, and the caller decides what it is
     worth. A replayed answer does not know it (False).
@@ -85,6 +89,7 @@ class Completion:
     repairs: int
     model: str
     structured_mode: StructuredMode | None = None
+    usage_note: str | None = None
     truncated: bool = False
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
@@ -103,7 +108,10 @@ class ModelFailure(Exception):
     `kind` says why: transport (connection, HTTP error, backend error), timeout, schema (output
     never matched the schema), empty, truncated (hit max_tokens), config (bad spec, missing key
     or model file, a rejected key, an unknown model, a server that does not speak the chat
-    completions protocol). `usage` is what the failed attempts still cost.
+    completions protocol), context_overflow (the prompt does not fit the model's context
+    window: a server's context-length rejection or the local model's too-long prompt; the
+    case ends as a scored failure, the paper's policy). `usage` is what the failed attempts
+    still cost.
     """
 
     def __init__(

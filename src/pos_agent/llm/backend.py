@@ -30,6 +30,7 @@ from pos_agent.llm._reliable import backoff_delay
 from pos_agent.llm._scripted import ScriptedBackend
 from pos_agent.llm._server_modes import MODE_NAMES, SERVER_MODES, forget_servers, known_mode
 from pos_agent.llm._structured import JsonSchema, json_schema_of, minimal_instance
+from pos_agent.llm._usage import plausible_count, prompt_bound
 
 __all__ = [
     "MODE_NAMES",
@@ -56,6 +57,8 @@ __all__ = [
     "json_schema_of",
     "known_mode",
     "minimal_instance",
+    "plausible_count",
+    "prompt_bound",
     "register_backend",
     "spec_forms",
 ]

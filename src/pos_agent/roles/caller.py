@@ -33,8 +33,9 @@ class ActionSource(Protocol):
 class RoleCaller:
     """Calls one role's model, accounts tokens, traces the call, and turns failures into None.
 
-    Two kinds of failure end the case instead: an unreachable server (InfrastructureError) and
-    a broken set-up (the ModelFailure of kind "config" is re-raised).
+    Some failures end the case instead: an unreachable server (InfrastructureError), a broken
+    set-up (the ModelFailure of kind "config" is re-raised) and a prompt that does not fit the
+    model's window (kind "context_overflow", re-raised: a scored failure for every method).
     """
 
     def __init__(self, ledger: TokenLedger, trace: TraceWriter | None) -> None:
@@ -69,9 +70,11 @@ class RoleCaller:
                 # A server that stays unreachable after the retries is an infrastructure
                 # failure: the case is reported (and retried by `pos bench`), not scored.
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
-            if failure.kind == "config":
+            if failure.kind in ("config", "context_overflow"):
                 # A rejected key, an unknown model or a server that does not speak chat: no
                 # step of this case can be measured, so the case ends unscored (config_error).
+                # A prompt that does not fit the window ends it too, as a scored failure: the
+                # one overflow policy of every method (bench/case.py).
                 raise failure
             return None
         self.ledger.record(role, answer, step)

@@ -54,8 +54,9 @@ class ModelCaller:
     """Calls the backbone for one method's internal work and keeps every call in `calls`.
 
     Failures never raise, except that an unreachable backbone (transport, timeout) raises
-    InfrastructureError and a broken set-up (kind "config") its ModelFailure, after the call is
-    recorded: the case is then not scored, as when the policy's model fails so. Every call runs
+    InfrastructureError and a broken set-up (kind "config") or a prompt that does not fit the
+    window (kind "context_overflow") its ModelFailure, after the call is recorded: the case
+    ends as when the policy's model fails so. Every call runs
     at `temperature` (0, as in the paper).
     """
 
@@ -118,9 +119,10 @@ class ModelCaller:
             self.record(role, purpose, failure)
             if failure.unavailable:
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
-            if failure.kind == "config":
-                # A rejected key, an unknown model, a prompt the model cannot take: as for the
-                # policy (RoleCaller), the case ends unscored instead of measuring a broken set-up.
+            if failure.kind in ("config", "context_overflow"):
+                # A rejected key, an unknown model: as for the policy (RoleCaller), the case
+                # ends unscored instead of measuring a broken set-up. A prompt that does not
+                # fit the window ends it as a scored failure, as for every method.
                 raise
             return None
         if keep:

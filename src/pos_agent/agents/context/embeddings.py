@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -24,9 +23,19 @@ from pos_agent.agents.context.relevance import (
 )
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import ModelFailure, ModelOptions
-from pos_agent.llm._options import DASHSCOPE_BASE_URL, secret_value
-from pos_agent.llm._secrets import public_url, redact
-from pos_agent.llm.backend import backoff_delay
+from pos_agent.llm._backend import BackendError
+from pos_agent.llm._builtin import HttpEndpoint, http_endpoint, require_httpx
+from pos_agent.llm._http import HttpReply
+from pos_agent.llm._openai import (
+    OPENAI_DEFAULT_BASE_URL,
+    api_endpoint,
+    error_text,
+    post_or_raise,
+    request_headers,
+    retry_after_s,
+)
+from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
+from pos_agent.llm.backend import backoff_delay, plausible_count, prompt_bound
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"
@@ -38,36 +47,37 @@ BATCH = 10
 
 
 class OpenAIEmbedder:
-    """`/embeddings` of an OpenAI-compatible server through the official client, with retries
-    on timeouts, 429 and 5xx. Keys never appear in messages or reprs."""
+    """`/embeddings` of an OpenAI-compatible server over the chat backend's HTTP client: the
+    same whole-exchange deadline (`timeout_s`), reply-size cap (`max_reply_bytes`) and retries
+    (timeouts, 429, 5xx, dropped connections; `max_retries` with capped, jittered backoff and a
+    server's Retry-After). Keys never appear in messages or reprs."""
 
     def __init__(
         self,
-        provider: str,
         model: str,
-        *,
-        base_url: str | None,
-        api_key: str | None,
+        endpoint: HttpEndpoint,
         options: ModelOptions,
-        key_env: str,
+        *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        import openai
+        import httpx
 
-        self.spec = f"{provider}:{model}"
+        full_url = endpoint.base_url or OPENAI_DEFAULT_BASE_URL
+        self.spec = f"{endpoint.provider}:{model}"
         self.model = model
-        self.base_url = public_url(base_url) or "https://api.openai.com/v1"
+        self.base_url = public_url(full_url) or OPENAI_DEFAULT_BASE_URL
         self.options = options
-        self.key_env = key_env
+        self.key_env = endpoint.key_env
         self._sleep = sleep
         self._rng = random.Random(options.seed)
-        self._secrets = (api_key,)
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "no-key-set",
-            max_retries=0,
-            timeout=options.timeout_s,
-        )
+        self._secrets = tuple(s for s in (endpoint.api_key, *url_secrets(full_url)) if s)
+        try:
+            self._url = api_endpoint(full_url, "embeddings", self._secrets)
+        except BackendError as exc:
+            raise ModelFailure("config", exc.message, model=self.spec) from None
+        warn_if_key_goes_in_clear(full_url, has_key=endpoint.api_key is not None)
+        self._headers = request_headers(endpoint.api_key)
+        self._client = httpx.Client(follow_redirects=False)
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(spec={self.spec!r}, base_url={self.base_url!r})"
@@ -84,82 +94,131 @@ class OpenAIEmbedder:
         return Embeddings(vectors, tokens, time.perf_counter() - started, self.spec)
 
     def _request(self, batch: list[str]) -> tuple[list[list[float]], int]:
-        import openai
-
         retry = 0
         while True:
             try:
-                response = self._client.embeddings.create(model=self.model, input=batch)
-                return _vectors_of(response, batch, self.spec)
-            except openai.APIStatusError as exc:
-                failure, transient = self._status_failure(exc)
-            except openai.APITimeoutError:
-                where, limit = self.base_url, self.options.timeout_s
-                failure, transient = (
-                    ModelFailure("timeout", f"no answer from {where} within {limit:g}s"),
-                    True,
-                )
-            except openai.APIConnectionError as exc:
-                failure = ModelFailure(
-                    "transport", self._clean(f"cannot reach {self.base_url}: {exc}")
-                )
-                transient = True
-            except openai.OpenAIError as exc:
-                failure = ModelFailure("transport", self._clean(f"{type(exc).__name__}: {exc}"))
-                transient = False
-            if not transient or retry >= self.options.max_retries:
-                failure.model = self.spec
+                return self._exchange(batch)
+            except ModelFailure as failure:
                 failure.attempts = retry + 1
-                raise failure
-            delay = backoff_delay(
-                retry,
-                base_s=self.options.backoff_base_s,
-                cap_s=self.options.backoff_cap_s,
-                rng=self._rng,
-            )
-            self._sleep(delay)
-            retry += 1
+                raise
+            except BackendError as error:
+                if not error.retryable or retry >= self.options.max_retries:
+                    raise ModelFailure(
+                        error.kind,
+                        redact(error.message, self._secrets),
+                        model=self.spec,
+                        attempts=retry + 1,
+                    ) from None
+                delay = backoff_delay(
+                    retry,
+                    base_s=self.options.backoff_base_s,
+                    cap_s=self.options.backoff_cap_s,
+                    rng=self._rng,
+                )
+                if error.retry_after_s is not None:
+                    delay = max(delay, min(error.retry_after_s, self.options.backoff_cap_s))
+                self._sleep(delay)
+                retry += 1
 
-    def _status_failure(self, exc: Any) -> tuple[ModelFailure, bool]:
-        """The failure an HTTP error status means, and whether to retry it."""
-        status = int(exc.status_code)
-        detail = self._clean(str(getattr(exc, "message", "") or exc))[:300]
+    def _exchange(self, batch: list[str]) -> tuple[list[list[float]], int]:
+        """One POST; BackendError for what a retry may fix or what the set-up must fix,
+        ModelFailure("schema") for an answer that holds no usable vectors."""
+        reply = post_or_raise(
+            self._client,
+            self._url,
+            {"model": self.model, "input": batch},
+            self._headers,
+            timeout_s=self.options.timeout_s,
+            max_bytes=self.options.max_reply_bytes,
+            where=self.base_url,
+            secrets=self._secrets,
+        )
+        if reply.oversize:
+            raise ModelFailure(
+                "schema",
+                f"the embeddings reply was larger than the {self.options.max_reply_bytes:,}-byte "
+                "limit (max_reply_bytes) and was not read further",
+                model=self.spec,
+            )
+        if reply.status >= 300:
+            raise self._status_error(reply)
+        try:
+            body = json.loads(reply.body.decode("utf-8", errors="replace"))
+        except ValueError:
+            body = None
+        return _vectors_of(body, batch, self.spec, self.base_url)
+
+    def _status_error(self, reply: HttpReply) -> BackendError | ModelFailure:
+        """The failure an HTTP error status means: a BackendError says whether to retry it;
+        a ModelFailure("schema") is an input the server refused, which no retry helps."""
+        status = reply.status
+        detail = redact(error_text(reply), self._secrets)[:300]
         where = f"{self.base_url} (HTTP {status})"
         if status in (401, 403):
-            return ModelFailure(
-                "config", f"{where} rejected the API key: {detail}; set {self.key_env}"
-            ), False
+            message = f"{where} rejected the API key: {detail}; set {self.key_env}"
+            return BackendError("config", message, retryable=False)
         if status == 404:
             message = (
                 f"{where}: embedding model {self.model!r} or endpoint not found: {detail}; "
                 "check the model name and --base-url"
             )
-            return ModelFailure("config", message), False
+            return BackendError("config", message, retryable=False)
+        if 300 <= status < 400:
+            message = f"{where} redirects elsewhere; use the final address as --base-url"
+            return BackendError("config", message, retryable=False)
         if status == 408:
-            return ModelFailure("timeout", f"{where}: {detail}"), True
+            return BackendError("timeout", f"{where}: {detail}", retryable=True)
         if status == 429 or status >= 500:
-            return ModelFailure("transport", f"{where}: {detail}"), True
-        # Anything else (400, 413, 422): the server refused this input; no retry helps.
-        return ModelFailure("schema", f"{where}: {detail}"), False
+            return BackendError(
+                "transport",
+                f"{where}: {detail}",
+                retryable=True,
+                retry_after_s=retry_after_s(reply.headers),
+            )
+        # Anything else (400, 413, 422): the server refused this input. A schema failure, so
+        # PACE scores the step lexically instead.
+        return ModelFailure("schema", f"{where}: {detail}", model=self.spec)
 
-    def _clean(self, text: str) -> str:
-        return redact(text, self._secrets)
 
-
-def _vectors_of(response: Any, batch: list[str], spec: str) -> tuple[list[list[float]], int]:
-    data = sorted(getattr(response, "data", None) or [], key=lambda d: getattr(d, "index", 0))
-    vectors = [list(getattr(item, "embedding", None) or []) for item in data]
+def _vectors_of(
+    body: Any, batch: list[str], spec: str, where: str
+) -> tuple[list[list[float]], int]:
+    items = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise ModelFailure(
+            "schema",
+            f"{where} answered something that is not an embeddings list; check --base-url",
+            model=spec,
+        )
+    data = sorted(
+        (item for item in items if isinstance(item, dict)),
+        key=lambda item: item.get("index", 0) if isinstance(item.get("index"), int) else 0,
+    )
+    vectors = [_vector(item.get("embedding")) for item in data]
     if len(vectors) != len(batch) or not all(vectors):
         raise ModelFailure(
             "schema",
-            f"the embeddings endpoint answered {len(vectors)} vectors for {len(batch)} inputs",
+            f"the embeddings endpoint answered {sum(1 for v in vectors if v)} usable vectors "
+            f"for {len(batch)} inputs",
             model=spec,
         )
-    usage = getattr(response, "usage", None)
-    tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    usage = body.get("usage")
+    sent = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    # A count that cannot be right (negative, not an integer, beyond the input) is not stored.
+    bound = prompt_bound(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
+    tokens = plausible_count(sent, bound)
     if tokens is None:
         tokens = sum(count_tokens(text) for text in batch)
-    return vectors, int(tokens)
+    return vectors, tokens
+
+
+def _vector(raw: Any) -> list[float]:
+    """The numbers of one embedding; empty when it is not a list of numbers."""
+    if not isinstance(raw, list):
+        return []
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw):
+        return []
+    return [float(x) for x in raw]
 
 
 def check_embed_spec(spec: str) -> str:
@@ -181,34 +240,12 @@ def load_embedder(spec: str, options: ModelOptions | None = None) -> Embedder:
     provider, _, model = spec.strip().partition(":")
     if provider not in ("openai", "dashscope") or not model.strip():
         raise ModelFailure("config", f"unknown embedding spec {spec!r}; use {EMBED_SPEC_FORMS}")
-    if importlib.util.find_spec("openai") is None:
-        raise ModelFailure(
-            "config",
-            "the openai package is not installed; install the openai extra: "
-            "`uv sync --extra openai` (or pip install 'pos-agent[openai]')",
-        )
-    base_url: str | None
-    if provider == "dashscope":
-        key_env = "DASHSCOPE_API_KEY"
-        base_url = options.base_url or os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
-    else:
-        key_env = "OPENAI_API_KEY"
-        base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or None
-    api_key = secret_value(options.api_key) or os.environ.get(key_env) or None
-    if api_key is None and (provider == "dashscope" or base_url is None):
-        raise ModelFailure(
-            "config",
-            f"no API key for the {provider} embeddings endpoint: set {key_env}"
-            + (", or give --base-url for a server that needs none" if provider == "openai" else ""),
-        )
-    return OpenAIEmbedder(
-        provider,
-        model.strip(),
-        base_url=base_url,
-        api_key=api_key,
-        options=options,
-        key_env=key_env,
-    )
+    try:
+        require_httpx()
+        endpoint = http_endpoint(provider, options)
+    except BackendError as exc:
+        raise ModelFailure("config", exc.message, model=spec.strip()) from None
+    return OpenAIEmbedder(model.strip(), endpoint, options)
 
 
 def make_scorer(

@@ -180,7 +180,7 @@ class EmbeddingScorer:
                 raise InfrastructureError(
                     f"the embedding endpoint is unavailable: {failure}"
                 ) from None
-            if failure.kind == "config":
+            if failure.kind in ("config", "context_overflow"):
                 raise
             self.last_scorer = f"{self.fallback.name} (fallback: {failure.kind})"
             return self.fallback.scores(query, keys)

@@ -1,5 +1,6 @@
-"""Reading run folders: every result once, the traces without one, and the cases a run listed
-but never recorded (so a report cannot silently shrink its denominator)."""
+"""Reading run folders: every result once, the traces without one, the cases a run listed but
+never recorded (so a report cannot silently shrink its denominator), and the results whose
+settings are not their run's (so a report never pools two experiments)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ class MissingCase:
 
 
 @dataclass(frozen=True)
+class ForeignResult:
+    """A result.json inside a run folder whose settings hash is not the one the run's
+    config.json lists for that case (say, `pos run --run NAME` wrote over a bench case with
+    other settings): it belongs to another experiment and is left out of the tables."""
+
+    path: Path
+    result_hash: str | None
+    run_hash: str | None  # None: the run does not list this case at all
+
+
+@dataclass(frozen=True)
 class LoadedRuns:
     """What the run folders hold: finished cases, and the ones that could not be read."""
 
@@ -32,6 +44,7 @@ class LoadedRuns:
     unfinished: list[Path] = field(default_factory=list)  # events.jsonl but no result.json
     unreadable: list[Path] = field(default_factory=list)  # a result.json that does not parse
     missing: list[MissingCase] = field(default_factory=list)  # listed, never recorded
+    foreign: list[ForeignResult] = field(default_factory=list)  # other settings than the run
 
 
 def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
@@ -40,8 +53,10 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
     unfinished: list[Path] = []
     unreadable: list[Path] = []
     missing: list[MissingCase] = []
+    foreign: list[ForeignResult] = []
     seen: set[Path] = set()
     seen_runs: set[Path] = set()
+    run_hashes: dict[Path, dict[str, str] | None] = {}
     for run_dir in run_dirs:
         if not run_dir.is_dir():
             raise ReportError(f"{run_dir} is not a folder; pass run folders such as runs/<run>")
@@ -60,6 +75,10 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
             result = read_result(case_dir)
             if result is None:
                 unreadable.append(case_dir)
+                continue
+            other = _foreign(case_dir, result, run_hashes)
+            if other is not None:
+                foreign.append(other)
             else:
                 cases.append(result)
         for config in sorted(run_dir.rglob(CONFIG_NAME)):
@@ -67,7 +86,43 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
             if run.resolve() not in seen_runs:
                 seen_runs.add(run.resolve())
                 missing += _missing_cases(run)
-    return LoadedRuns(cases, unfinished, unreadable, missing)
+    return LoadedRuns(cases, unfinished, unreadable, missing, foreign)
+
+
+def _foreign(
+    case_dir: Path, result: CaseResult, run_hashes: dict[Path, dict[str, str] | None]
+) -> ForeignResult | None:
+    """The mismatch of a result with its run's config.json (the folder above the case), or
+    None when they agree or there is nothing to check against (no config, an older config
+    without hashes)."""
+    run = case_dir.parent
+    key = run.resolve()
+    if key not in run_hashes:
+        run_hashes[key] = _listed_hashes(run)
+    listed = run_hashes[key]
+    if listed is None:
+        return None
+    expected = listed.get(case_dir.name)
+    if expected is not None and result.settings_hash == expected:
+        return None
+    return ForeignResult(case_dir, result.settings_hash, expected)
+
+
+def _listed_hashes(run: Path) -> dict[str, str] | None:
+    """{case folder: settings hash} from the run's config.json; None when it has none."""
+    if not (run / CONFIG_NAME).is_file():
+        return None
+    config = read_config(run)
+    if config is None or not isinstance(config.get("cases"), list):
+        return None
+    hashes = {
+        entry["folder"]: entry["settings_hash"]
+        for entry in config["cases"]
+        if isinstance(entry, dict)
+        and isinstance(entry.get("folder"), str)
+        and isinstance(entry.get("settings_hash"), str)
+    }
+    return hashes or None
 
 
 def _missing_cases(run: Path) -> list[MissingCase]:

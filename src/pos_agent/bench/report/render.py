@@ -77,6 +77,13 @@ def render_markdown(
                 f"`pos bench --resume` runs them): {len(loaded.missing)}: "
                 + _paths([Path(m.run) / m.folder for m in loaded.missing])
             )
+        if loaded.foreign:
+            lines.append(
+                "Left out, settings not their run's (the settings hash in result.json differs "
+                "from the run's config.json, e.g. `pos run --run` wrote over a case; rerun "
+                f"them with `pos bench --resume`): {len(loaded.foreign)}: "
+                + _paths([f.path for f in loaded.foreign])
+            )
     lines.append("")
     for table in tables:
         lines += [render_table(table), ""]

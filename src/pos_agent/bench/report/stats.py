@@ -126,6 +126,7 @@ class MethodStats:
     agent: str
     model: str = ""  # the backbone (model_label of the cases' models)
     outcomes: Counter[str] = field(default_factory=Counter)  # every case, per status
+    overflows: int = 0  # scored failures whose prompt did not fit the window (context_overflow)
     success: Rate = field(default_factory=Rate)  # over scored episodes
     steps: Mean = field(default_factory=Mean)
     score: Mean = field(default_factory=Mean)
@@ -143,6 +144,7 @@ class MethodStats:
         self.outcomes[case.status] += 1
         if not is_scored(case.status):
             return
+        self.overflows += case.failure_reason == "context_overflow"
         if self.success.n == 0:
             self.trapping.measured = health_checked(case)
         success = case.status == "success" and case.success

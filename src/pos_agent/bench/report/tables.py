@@ -83,6 +83,7 @@ def outcomes_table(data: ReportData) -> Table:
                 stats.label,
                 sum(stats.outcomes.values()),
                 *(stats.outcomes[s] for s in statuses),
+                stats.overflows,
                 stats.success,
                 stats.steps.value,
                 stats.score.value,
@@ -92,10 +93,19 @@ def outcomes_table(data: ReportData) -> Table:
     return Table(
         "outcomes",
         "Outcomes per method",
-        ["method", "cases", *statuses, "success rate", "mean steps", "mean score"],
+        [
+            "method",
+            "cases",
+            *statuses,
+            "context overflow",
+            "success rate",
+            "mean steps",
+            "mean score",
+        ],
         rows,
         "Success rate = successes / scored episodes (success and failure; budget exhaustion is "
-        f"a failure). Not scored: {unscored} (DESIGN §6).",
+        f"a failure). Not scored: {unscored} (DESIGN §6). Context overflow: failures whose "
+        "prompt did not fit the model's window, scored as failures for every method alike.",
     )
 
 

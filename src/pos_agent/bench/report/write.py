@@ -36,6 +36,13 @@ def write_report(
     if not loaded.cases:
         where = ", ".join(str(d) for d in run_dirs)
         detail = f" ({len(loaded.unfinished)} unfinished)" if loaded.unfinished else ""
+        if loaded.foreign:
+            raise ReportError(
+                f"no case under {where} was made with its run's settings: "
+                f"{len(loaded.foreign)} result(s) have another settings hash than their run's "
+                f"config.json (first: {loaded.foreign[0].path}); rerun them with "
+                "`pos bench --run NAME --resume`"
+            )
         raise ReportError(
             f"no finished case (result.json) under {where}{detail}; "
             "run `pos run` or `pos bench` first, or pass the folder that holds the runs"

@@ -10,8 +10,9 @@ LLM, the same for every method and backbone; `pos run/bench --env-model SPEC`), 
 options `retrieval` (the section's best-matching items, deterministic) and `matcher` (a
 normalizing word matcher, see `match_diagnosis`). A malformed model answer is asked again as a
 fresh call, up to twice; a provider that still fails leaves that one answer to retrieval (said
-in the observation), a judge that still fails makes the submission count as incorrect
-(`info["judge_failed"]`). `info["judge"]` names the judge that scored the case.
+in the observation), a judge that still fails gives no verdict
+(`info["judge_failed"]`; the environment reports no success, and the harness records the case
+as unscored, never as a failure). `info["judge"]` names the judge that scored the case.
 
 Data: `cases.jsonl` (one case per line, the packed form in ../shared/data/clindiag) or the
 upstream layout, one folder per case holding seven JSON files. Splits: `common` (the 302 cases

@@ -173,7 +173,7 @@ class ClinDiagEnvironment(ToolEnvironment):
         correct, details = self._judge_submission(submission)
         verdict = "correct" if correct else "incorrect"
         if "judge_failed" in details:
-            verdict = "not judged: the judge gave no usable verdict; counted as incorrect"
+            verdict = "not judged: the judge gave no usable verdict; the case is not scored"
         return BackendResult(
             text=f"Diagnosis submitted: {submission.final_diagnosis}. The case is closed "
             f"(judged {verdict}).",
@@ -202,8 +202,9 @@ class ClinDiagEnvironment(ToolEnvironment):
             return match.correct, {"judge_reason": match.reason}
         judged = model_judgement(self._judge, reference, submission.final_diagnosis)
         if judged.answer is None:
-            # A failed judgement counts as incorrect; it is never replaced by the matcher, so
-            # every case of a run is graded by the same judge.
+            # A failed judgement is no verdict: the harness leaves the case unscored (never a
+            # failure). It is never replaced by the matcher, so every case of a run is graded
+            # by the same judge.
             return False, {
                 "judge_failed": f"no usable verdict in {len(judged.failures)} attempt(s): "
                 + " | ".join(judged.failures),

@@ -185,6 +185,7 @@ class Script:
     ]
     update: Patch = lambda call: []
     revision: Patch | None = None
+    answers: Callable[[Call], list[dict[str, Any]]] | None = None  # a revision's answers
     progress: Callable[[Call], int] = lambda call: 0
     issues: Callable[[Call], list[dict[str, Any]]] = lambda call: []
     decision: Callable[[Call], dict[str, Any]] | None = None  # the policy's whole answer (tools)
@@ -217,7 +218,8 @@ class Script:
             return json.dumps({"ops": self.update(call)})
         if kind in ("revision", "global_revision"):
             fix = self.revision or self.update
-            return json.dumps({"ops": fix(call)})
+            answers = self.answers(call) if self.answers and kind == "revision" else []
+            return json.dumps({"ops": fix(call), **({"answers": answers} if answers else {})})
         if kind == "audit":
             return json.dumps(
                 {"issues": self.issues(call), "progress": self.progress(call), "reason": "scripted"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 from agent_fixtures import ACTIONS, Call, KitchenEnv, Script
@@ -731,3 +732,187 @@ def test_a_real_models_prompts_show_the_whole_belief(tmp_path: Any) -> None:
     run(script, tmp_path, env=KitchenEnv(max_steps=1))
     for prompt in (script.of("policy")[0].user, script.of("update")[0].user):
         assert "- e45 object 44" in prompt and "more entities not shown" not in prompt
+
+
+class BigRoom(KitchenEnv):
+    """A room with 90 admissible actions, listed as the environment gives them."""
+
+    BIG = [f"take object {i} from shelf 1" for i in range(80)] + [
+        f"put mug 1 in/on shelf {i}" for i in range(10)
+    ]
+
+    def _backend_reset(self) -> Any:
+        result = super()._backend_reset()
+        result.admissible_actions = list(self.BIG)
+        return result
+
+
+def test_real_models_see_every_admissible_action_in_order_compact_the_first_60(
+    tmp_path: Any,
+) -> None:
+    from pos_agent.roles.limits import AgentLimits
+
+    script = Script(policy=lambda call: BigRoom.BIG[0])
+    run(script, tmp_path / "standard", env=BigRoom(max_steps=1))
+    prompt = script.of("policy")[0].user
+    listed = [line[2:] for line in prompt.split("Admissible actions:\n")[1].splitlines()]
+    assert listed == BigRoom.BIG, "all 90, in the environment's order"
+    compact = Script(policy=lambda call: BigRoom.BIG[0])
+    limits = AgentLimits.of_profile("compact")
+    run(compact, tmp_path / "compact", env=BigRoom(max_steps=1), limits=limits)
+    prompt = compact.of("policy")[0].user
+    assert "put mug 1 in/on shelf 0" not in prompt and "(+30 more)" in prompt
+
+
+def test_the_belief_prompt_asks_for_few_ops_only_on_the_compact_profile(tmp_path: Any) -> None:
+    from pos_agent.roles.limits import AgentLimits
+
+    script = Script()
+    run(script, tmp_path / "standard", env=KitchenEnv(max_steps=1))
+    systems = [c.system for c in script.calls if c.kind in ("init", "update")]
+    assert systems and all("few ops" not in s for s in systems)
+    compact = Script()
+    limits = AgentLimits.of_profile("compact")
+    run(compact, tmp_path / "compact", env=KitchenEnv(max_steps=1), limits=limits)
+    systems = [c.system for c in compact.calls if c.kind in ("init", "update")]
+    assert systems and all("goal. Return few ops." in s for s in systems)
+
+
+# -- the sentinel as the paper describes it (issue 22, items 10, 13, 14) ---------------------------
+
+
+def test_the_audit_asks_for_evidential_support_not_only_contradictions(tmp_path: Any) -> None:
+    script = Script()
+    run(script, tmp_path, env=KitchenEnv(max_steps=1))
+    system = script.of("audit")[0].system
+    assert "Do not invent problems" not in system
+    assert "an unsupported inference" in system and "You put the mug 1 in/on the" in system
+    assert "Plans and intentions" in system
+
+
+def test_an_unsupported_observed_state_goes_to_the_revision_numbered(tmp_path: Any) -> None:
+    def update(call: Call) -> list[dict[str, Any]]:
+        return [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "temperature",
+                "value": "hot",
+                "source": "observed",
+                "evidence": [call.observed_step],
+            }
+        ]
+
+    script = Script(update=update, policy=lambda call: "go to countertop 1")
+    _, events = run(script, tmp_path, env=KitchenEnv(max_steps=1))
+    assert [f["rule"] for f in of(events, SentinelEvent)[0].rules] == ["unsupported_observation"]
+    assert "\n1. [unsupported_observation] s1 records mug 1" in script.of("revision")[0].user
+
+
+def _contested_run(tmp_path: Any, quote: str) -> tuple[Script, list[Event]]:
+    door = {
+        "op": "upsert_state",
+        "entity": "microwave 1",
+        "attribute": "door",
+        "value": "closed",
+        "evidence": [1],
+        "quote": "The microwave 1 is closed",
+    }
+    issue = {
+        "records": ["s1"],
+        "kind": "external",
+        "problem": "the door was opened",
+        "evidence_step": 1,
+        "quote": "Nothing happens",
+    }
+    script = Script(
+        update=lambda call: [door],
+        issues=lambda call: [issue],
+        answers=lambda call: [{"finding": 1, "evidence_step": 1, "quote": quote}],
+    )
+    _, events = run(script, tmp_path, env=KitchenEnv(max_steps=1))
+    return script, events
+
+
+def test_a_finding_answered_with_evidence_that_holds_is_dropped_at_the_recheck(
+    tmp_path: Any,
+) -> None:
+    script, events = _contested_run(tmp_path, "The microwave 1 is closed.")
+    first, recheck = of(events, SentinelEvent)
+    assert len(first.audit) == 1 and recheck.audit == [] and recheck.answered == 1
+    assert of(events, BeliefCommitEvent)[0].revised is True
+    assert '"answers"' in json.dumps(script.of("revision")[0].schema)
+    assert "answered these findings with evidence" in script.of("audit")[1].user
+
+
+def test_an_answer_whose_quote_is_not_in_the_observation_does_not_count(tmp_path: Any) -> None:
+    _, events = _contested_run(tmp_path, "The microwave 1 is wide open.")
+    assert of(events, SentinelEvent)[1].answered == 0
+    assert [e.event for e in events if e.event in ("belief_commit", "belief_reject")] == [
+        "belief_reject"
+    ]
+
+
+def _moving_mug(call: Call) -> list[dict[str, Any]]:
+    step = call.observed_step
+    if step == 3:
+        return [{"op": "remove_state", "id": "s1"}]
+    place = {1: "countertop 1", 2: "sink 1"}.get(step, "cabinet 1")
+    return [{"op": "upsert_state", "entity": "mug 1", "attribute": "location", "value": place}]
+
+
+def test_the_audit_sees_the_old_values_and_the_removed_records(tmp_path: Any) -> None:
+    script = Script(update=_moving_mug)
+    run(script, tmp_path, env=KitchenEnv(max_steps=3))
+    audits = [c.user for c in script.of("audit")]
+    assert "Before this step (B_t), the changed records were:\n- s1 (new)" in audits[0]
+    assert "location=sink 1" in audits[1].split("Before this step")[0]
+    assert "- s1 mug 1 location=countertop 1 (inferred 0.50)" in audits[1]
+    assert "Removed by this step:\n- s1 mug 1 location=sink 1" in audits[2]
+
+
+def test_no_consistency_judges_progress_on_the_same_inputs_as_full_pos(tmp_path: Any) -> None:
+    full, ablated = Script(update=_moving_mug), Script(update=_moving_mug)
+    run(full, tmp_path / "pos", env=KitchenEnv(max_steps=6))
+    run(ablated, tmp_path / "cv", env=KitchenEnv(max_steps=6), variant="no_consistency")
+    audits, judged = [c.user for c in full.of("audit")], [c.user for c in ablated.of("progress")]
+    assert len(judged) == 6 and judged == audits, "the same records and the last 4 transitions"
+    recent = judged[5].split("Recent transitions:\n")[1]
+    assert recent.startswith("step 2: examine microwave 1 -> step 3:") and "-> step 6:" in recent
+
+
+def test_no_consistency_checks_only_the_schema(tmp_path: Any) -> None:
+    from pos_agent.events import BeliefPatchEvent
+
+    patch: list[dict[str, Any]] = [
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "place", "value": "sink 1"},
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "place", "value": "cabinet 1"},
+        {"op": "upsert_relation", "src": "toaster 1", "type": "on", "dst": "countertop 1"},
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "t", "value": "x", "evidence": [9]},
+    ]
+    runs = {}
+    for variant in ("pos", "no_consistency"):
+        script = Script(update=lambda call: patch)
+        episode, events = run(
+            script, tmp_path / variant, env=KitchenEnv(max_steps=1), variant=variant
+        )
+        runs[variant] = (episode, of(events, BeliefPatchEvent)[0])
+    assert len(runs["pos"][1].rejected) == 3, "slot conflict, unknown ends, evidence step 9"
+    episode, event = runs["no_consistency"]
+    assert event.rejected == []
+    names = {e["name"] for e in episode.final_belief["entities"]}
+    assert {"toaster 1", "countertop 1"} <= names
+    values = {s["attribute"]: s for s in episode.final_belief["states"]}
+    assert values["place"]["value"] == "cabinet 1" and values["t"]["evidence"] == [9]
+
+
+def test_no_consistency_makes_its_sentinel_call_on_diagnosis_tasks_too(tmp_path: Any) -> None:
+    script = Script(progress=lambda call: 1)
+    _, events = run(
+        script,
+        tmp_path,
+        env=DiagnosisKitchen(max_steps=3, winning="none"),
+        variant="no_consistency",
+    )
+    assert len(script.of("progress")) == 3, "paper Table 2: -CV spends sentinel tokens on RCA"
+    assert [p.label for p in of(events, ProgressEvent)] == [0, 0, 0], "Eq. 4 gives the label"

@@ -562,3 +562,26 @@ def test_the_models_patch_schema_offers_exactly_the_patch_ops() -> None:
     }
     assert written == set(PATCH_OPS)
     assert issubclass(bounded, BeliefPatch)
+
+
+def test_an_unchecked_patch_skips_only_the_consistency_checks() -> None:
+    # no_consistency: in-patch slot conflicts, unknown entity names and evidence steps beyond
+    # the episode are taken as given; what cannot be applied at all is still reported.
+    from pos_agent.belief import apply_patch_detailed
+
+    base = Belief(goal="g", step=2)
+    patch = [
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "at", "value": "sink 1"},
+        {"op": "upsert_state", "entity": "mug 1", "attribute": "at", "value": "table 1"},
+        {"op": "upsert_relation", "src": "mug 1", "type": "on", "dst": "table 1", "evidence": [7]},
+        {"op": "add_gap", "kind": "epistemic", "text": "where?", "refs": ["lamp 1"]},
+        {"op": "remove_state", "id": "s9"},
+    ]
+    checked = apply_patch_detailed(base, patch)
+    assert len(checked.rejected) == 5
+    loose = apply_patch_detailed(base, patch, checked=False)
+    assert [r.index for r in loose.rejected] == [4], "s9 does not exist: nothing to remove"
+    belief = loose.belief
+    assert sorted(e.name for e in belief.entities.values()) == ["lamp 1", "mug 1", "table 1"]
+    assert [s.value for s in belief.states.values()] == ["table 1"], "the last value stands"
+    assert [r.evidence for r in belief.relations.values()] == [(7,)]

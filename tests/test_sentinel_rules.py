@@ -305,3 +305,137 @@ def test_every_rule_is_named_and_findings_serialize() -> None:
     for finding in check_rules(belief, OBS):
         assert finding.rule in RULES
         assert finding.to_dict()["records"] == list(finding.records)
+
+
+# -- evidential support (DESIGN §3.2) and plans that are not states -----------------------------
+
+MICROWAVE_OBS = {
+    **OBS,
+    2: "You put the mug 1 in/on the microwave 1.",
+    3: "You heat the mug 1 using the microwave 1.",
+}
+
+
+def mug_state(value: str, evidence: int, attribute: str = "temperature") -> Belief:
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": attribute,
+                "value": value,
+                "evidence": [evidence],
+                "source": "observed",
+            }
+        ],
+    )
+    assert rejected == []
+    return belief
+
+
+def test_the_papers_unsupported_inference_gets_a_finding() -> None:
+    # "mug temperature=hot" after "You put the mug 1 in/on the microwave 1." (paper's example)
+    findings = check_rules(mug_state("hot", 2), MICROWAVE_OBS)
+    unsupported = [f for f in findings if f.rule == "unsupported_observation"]
+    assert len(unsupported) == 1 and unsupported[0].records == ("s1",)
+    assert unsupported[0].step == 2 and "temperature" in unsupported[0].reason
+
+
+def test_an_observation_that_shows_the_property_supports_it() -> None:
+    assert check_rules(mug_state("hot", 3), MICROWAVE_OBS) == []
+    assert check_rules(mug_state("is now hot", 3), MICROWAVE_OBS) == []
+
+
+def test_inferred_and_non_polar_values_are_never_called_unsupported() -> None:
+    inferred, _ = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "mug 1",
+                "attribute": "temperature",
+                "value": "hot",
+                "source": "inferred",
+            }
+        ],
+    )
+    assert check_rules(inferred, MICROWAVE_OBS) == []
+    # A value the rule cannot read is left to the audit.
+    assert check_rules(mug_state("inside the microwave", 2, "location"), MICROWAVE_OBS) == []
+
+
+def test_an_observed_relation_needs_an_observation_naming_an_end() -> None:
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {"op": "upsert_entity", "name": "cabinet 1"},
+            {
+                "op": "upsert_relation",
+                "src": "mug 1",
+                "type": "in",
+                "dst": "cabinet 1",
+                "evidence": [0],
+                "source": "observed",
+            },
+        ],
+    )
+    assert rejected == []
+    # Step 0 names the cabinet: supported. Cited at step 2 instead (mug and microwave only).
+    assert "unsupported_observation" not in rules_of(check_rules(belief, MICROWAVE_OBS))
+    moved = {**MICROWAVE_OBS, 0: "You are in the middle of a room."}
+    findings = [f for f in check_rules(belief, moved) if f.rule == "unsupported_observation"]
+    assert [f.records for f in findings] == [("r2",)]
+
+
+@pytest.mark.parametrize(
+    ("attribute", "plan", "state"),
+    [
+        ("plan", "needs to be heated", "cold"),
+        ("next", "plan: open it", "closed"),
+        ("status", "needs to be heated", "cold"),
+        ("door", "plan: open it", "closed"),
+        ("cleanliness", "wash until clean", "dirty"),
+    ],
+)
+def test_plan_like_values_are_not_states_and_never_conflict(
+    attribute: str, plan: str, state: str
+) -> None:
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {"op": "upsert_state", "entity": "mug 1", "attribute": "now", "value": state},
+            {"op": "upsert_state", "entity": "mug 1", "attribute": attribute, "value": plan},
+        ],
+    )
+    assert rejected == []
+    assert "internal_conflict" not in rules_of(check_rules(belief, OBS))
+
+
+def test_a_plan_recorded_as_observed_is_not_checked_against_the_observation() -> None:
+    # "closed" observed, "plan: open it" recorded with the same evidence: neither contradicts it.
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "next",
+                "value": "open it",
+                "evidence": [1],
+            }
+        ],
+    )
+    assert rejected == []
+    assert check_rules(belief, OBS) == []
+
+
+def test_real_opposite_states_still_conflict_with_fillers() -> None:
+    belief, _ = apply_patch(
+        base().at_step(3),
+        [
+            {"op": "upsert_state", "entity": "mug 1", "attribute": "temperature", "value": "cold"},
+            {"op": "upsert_state", "entity": "mug 1", "attribute": "state", "value": "is now hot"},
+        ],
+    )
+    assert "internal_conflict" in rules_of(check_rules(belief, OBS))

@@ -43,9 +43,18 @@ _LEFT_OUT: dict[type[Event], set[str]] = {
 
 
 def digest(events: Iterable[Event]) -> list[dict[str, Any]]:
-    return [
+    out = [
         e.model_dump(mode="json", exclude=_ALWAYS | _LEFT_OUT.get(type(e), set())) for e in events
     ]
+    for event in out:
+        # A revision's answers to the findings (issue 22) did not exist in version 1.
+        if event["event"] == "model_call" and (event.get("output") or {}).get("answers") == []:
+            del event["output"]["answers"]
+        # The evidential-support rule (issue 22) is new: here it fires only on the step whose
+        # made-up quote version 1 already flagged, so the outcome is the same.
+        if event["event"] == "sentinel":
+            event["rules"] = [r for r in event["rules"] if r["rule"] != "unsupported_observation"]
+    return out
 
 
 def outcome(result: CaseResult | None) -> dict[str, Any]:

@@ -343,3 +343,27 @@ def test_real_trace_renders_in_headless_chromium(heat_mug_case: Path, tmp_path: 
         target = REPO / "docs" / "img" / "view.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, target)
+
+
+def test_the_view_replays_no_consistency_patches_with_only_the_schema_checked(
+    tmp_path: Path,
+) -> None:
+    # An unknown end and an in-patch slot conflict: a checked replay would drop both.
+    patch = [
+        {"op": "upsert_relation", "src": "toaster 1", "type": "on", "dst": "shelf 1"},
+        {"op": "upsert_state", "entity": "microwave 1", "attribute": "seen", "value": "1"},
+        {"op": "upsert_state", "entity": "microwave 1", "attribute": "seen", "value": "2"},
+    ]
+    with TraceWriter(tmp_path) as trace:
+        agent = PosAgent(
+            RoleModels.single(Script(update=lambda call: patch).model()),
+            PosConfig(variant="no_consistency"),
+            trace=trace,
+        )
+        episode = agent.run(KitchenEnv(max_steps=2))
+    view = build_view(read_events(tmp_path), None)
+    final = view["beliefs"][view["steps"][-1]["belief"]]
+    assert {e["name"] for e in final["entities"]} >= {"toaster 1", "shelf 1"}
+    assert {k: v for k, v in final.items() if k != "step"} == {
+        k: v for k, v in (episode.final_belief or {}).items() if k != "step"
+    }

@@ -265,7 +265,13 @@ class SentinelEvent(Event):
     audit: list[dict[str, Any]] = Field(
         default_factory=list, description="Audit issues whose evidence holds."
     )
-    dropped: int = Field(default=0, description="Audit issues dropped as unsupported.")
+    dropped: int = Field(
+        default=0,
+        description="Audit issues dropped: unsupported, or on a finding answered with evidence.",
+    )
+    answered: int = Field(
+        default=0, description="Findings the belief model answered with evidence that holds."
+    )
     progress: int | None = Field(default=None, description="Execution progress label, if judged.")
     reason: str = ""
 

@@ -219,6 +219,7 @@ class ContextAgent(BackboneAgent):
             method_note=method.note,
             lookup_hint=hint,
             lookups=[f"{x.request}: {x.note}" for x in lookups],
+            action_limit=limits.action_list,
         )
         return self.call(
             "policy",

@@ -181,6 +181,7 @@ class _Run:
             # The auditor's and the final answer's contexts already hold what they may use.
             observation=view.text if request.role == "executor" else None,
             finish_hint=request.purpose != "final_answer",
+            action_limit=self.limits.action_list,
             # The executor is the ReAct loop: the shared turn scaffolding says where it is.
             step=request.step if request.role == "executor" else None,
         )

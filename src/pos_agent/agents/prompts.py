@@ -43,6 +43,7 @@ def raw_policy(
     *,
     max_calls: int = 1,
     dropped: int = 0,
+    action_limit: int | None = None,
 ) -> list[Message]:
     """The whole trajectory: task, first observation, every action and observation since, in
     the shared turn scaffolding."""
@@ -58,7 +59,8 @@ def raw_policy(
         "\n\n".join(goal_and_start(goal, first_observation))
         + "\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
-        + f"\n{position_line(step)}\n\n{actions_block(actions, tools, max_calls)}"
+        + f"\n{position_line(step)}\n\n"
+        + actions_block(actions, tools, max_calls, limit=action_limit)
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
 
@@ -81,6 +83,7 @@ def context_policy(
     method_note: str = "",
     lookup_hint: str = "",
     lookups: Sequence[str] = (),
+    action_limit: int | None = None,
 ) -> list[Message]:
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
     ends with the latest observation), the lookups made at this step, the actions."""
@@ -93,7 +96,7 @@ def context_policy(
         parts.append(
             "Looked up at this step (no action spent):\n" + "\n".join(f"- {x}" for x in lookups)
         )
-    block = actions_block(actions, tools, max_calls)
+    block = actions_block(actions, tools, max_calls, limit=action_limit)
     parts.append(block + (f"\n{lookup_hint}" if lookup_hint else ""))
     return [Message("system", system), Message("user", "\n\n".join(parts))]
 
@@ -111,6 +114,7 @@ def long_horizon_decision(
     observation: str | None = None,
     finish_hint: bool = False,
     step: int | None = None,
+    action_limit: int | None = None,
 ) -> list[Message]:
     """One LongHorizon-Harness decision (executor action, auditor query, final answer): the
     role's context as the harness built it, the latest observation if the role needs it, and
@@ -123,7 +127,7 @@ def long_horizon_decision(
         parts.append(f"Current observation:\n{shown}")
     if step is not None:
         parts.append(position_line(step))
-    block = actions_block(actions, tools, max_calls)
+    block = actions_block(actions, tools, max_calls, limit=action_limit)
     if finish_hint:
         block += '\nAnswer "finish" to end your turn without an action.'
     parts.append(block)

@@ -114,6 +114,7 @@ class RawAgent(BackboneAgent):
             "actions": observation.admissible_actions,
             "tools": observation.tools,
             "max_calls": observation.max_calls,
+            "action_limit": limits.action_list,
         }
         messages = prompts.raw_policy(goal, first, history, **args)
         if self.context_window is None:

@@ -75,10 +75,16 @@ def apply_patch(belief: Belief, patch: Any) -> tuple[Belief, list[RejectedOp]]:
     return outcome.belief, outcome.rejected
 
 
-def apply_patch_detailed(belief: Belief, patch: Any) -> PatchOutcome:
-    """`apply_patch` plus the normalized accepted ops and the ids they touched."""
+def apply_patch_detailed(belief: Belief, patch: Any, *, checked: bool = True) -> PatchOutcome:
+    """`apply_patch` plus the normalized accepted ops and the ids they touched.
+
+    `checked=False` (the no_consistency ablation: only schema validity) skips the structural
+    consistency checks: two values for one slot in one patch (the last one stands), an unknown
+    entity named by a state, relation or gap (it is created under that name), and evidence steps
+    outside the episode (kept as given). What cannot be applied at all (removing or resolving a
+    record that does not exist) is still reported."""
     ops, rejected = _as_op_list(patch)
-    draft = _Draft(belief)
+    draft = _Draft(belief, checked=checked)
     for index, raw in enumerate(ops):
         try:
             if not isinstance(raw, Mapping):
@@ -99,8 +105,9 @@ def apply_patch_detailed(belief: Belief, patch: Any) -> PatchOutcome:
 
 
 class _Draft:
-    def __init__(self, belief: Belief) -> None:
+    def __init__(self, belief: Belief, *, checked: bool = True) -> None:
         self.base = belief
+        self.checked = checked
         self.step = belief.step
         self.entities = dict(belief.entities)
         self.states = dict(belief.states)
@@ -230,7 +237,7 @@ def _confidence(raw: Mapping[str, Any], default: float) -> float:
     return float(value)
 
 
-def _evidence(raw: Mapping[str, Any], step: int) -> tuple[int, ...]:
+def _evidence(raw: Mapping[str, Any], step: int, *, checked: bool = True) -> tuple[int, ...]:
     value = raw.get("evidence")
     if value is None:
         return ()
@@ -242,7 +249,7 @@ def _evidence(raw: Mapping[str, Any], step: int) -> tuple[int, ...]:
         if isinstance(item, float) and (not math.isfinite(item) or item != int(item)):
             raise _Reject(f"evidence step {item!r} is not a whole number")
         number = int(item)
-        if number < 0 or number > step:
+        if checked and (number < 0 or number > step):
             raise _Reject(f"evidence step {number} does not exist (current step is {step})")
         if number not in steps:
             steps.append(number)
@@ -292,9 +299,21 @@ def _resolve(draft: _Draft, ref: Any, *, kinds: str, field_name: str) -> str:
             raise _Reject(
                 f"{field_name} {ref!r} names several entities ({', '.join(ids)}); use an id"
             )
+        if not ids and not draft.checked and field_name in _NAMING_FIELDS:
+            return _new_entity(draft, ref)
     raise _Reject(
         f"{field_name} {ref!r} is not a known id" + (" or entity name" if "e" in kinds else "")
     )
+
+
+_NAMING_FIELDS = ("entity", "src", "dst", "ref")  # fields that may name an entity
+
+
+def _new_entity(draft: _Draft, name: str) -> str:
+    """An entity for a name no record has (unchecked patches: the reference is taken as given)."""
+    entity = Entity(id=draft.fresh_id("e"), name=name, type="object", attrs=())
+    draft.put_entity(entity, None)
+    return entity.id
 
 
 # -- one handler per op: validate fully, then change the draft, return the normalized op -------
@@ -349,13 +368,13 @@ def _upsert_state(draft: _Draft, raw: Mapping[str, Any]) -> dict[str, Any]:
         existing.attribute if existing else ""
     )
     value = _text(raw, "value", scalar=True)
-    evidence = _evidence(raw, draft.step)
+    evidence = _evidence(raw, draft.step, checked=draft.checked)
     source = _source(raw, evidence)
     confidence = _confidence(raw, 1.0 if source == "observed" else 0.5)
     quote = _quote(raw)
     slot = (entity_id, normalize_text(attribute))
     seen = draft.slot_values.setdefault(slot, [])
-    if seen and normalize_text(value) not in seen:
+    if seen and normalize_text(value) not in seen and draft.checked:
         raise _Reject(
             f"conflict: this patch already set {entity_id}.{attribute} to {seen[0]!r}; "
             "one slot holds one value"
@@ -415,7 +434,7 @@ def _upsert_relation(draft: _Draft, raw: Mapping[str, Any]) -> dict[str, Any]:
     rtype = _text(raw, "type", required=existing is None) or (existing.type if existing else "")
     if src == dst:
         raise _Reject(f"a relation needs two different ends, got {src} twice")
-    evidence = _evidence(raw, draft.step)
+    evidence = _evidence(raw, draft.step, checked=draft.checked)
     source = _source(raw, evidence)
     confidence = _confidence(raw, 1.0 if source == "observed" else 0.5)
     triple = (src, normalize_text(rtype), dst)

@@ -141,7 +141,7 @@ class _BeliefReplay:
 
     def __init__(self) -> None:
         self.belief: Belief | None = None
-        self.candidate: Belief | None = None
+        self.candidate: tuple[Belief, list[Any]] | None = None  # the base and the ops
         self.problems: list[str] = []
 
     def init(self, data: dict[str, Any]) -> None:
@@ -155,11 +155,14 @@ class _BeliefReplay:
         if self.belief is None:
             return
         base = self.belief.at_step(step) if step >= self.belief.step else self.belief
-        self.candidate = apply_patch_detailed(base, ops).belief
+        self.candidate = (base, ops)
 
-    def commit(self) -> None:
+    def commit(self, audited: bool = True) -> None:
+        """The proposed patch became the belief; unaudited (no_consistency) patches were
+        applied with only their schema checked."""
         if self.candidate is not None:
-            self.belief = self.candidate
+            base, ops = self.candidate
+            self.belief = apply_patch_detailed(base, ops, checked=audited).belief
         self.candidate = None
 
     def reject(self, step: int) -> None:
@@ -232,7 +235,7 @@ def build_view(
             case SentinelEvent():
                 view.sentinel.append(_payload(event))
             case BeliefCommitEvent():
-                replay.commit()
+                replay.commit(event.audited)
                 view.verdicts.append({"kind": "commit", **_payload(event)})
             case BeliefRejectEvent():
                 replay.reject(current)

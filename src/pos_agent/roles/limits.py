@@ -8,8 +8,9 @@ no suite says. The answer schemas put no bound on a real model: its budget bound
 A 135M model is another matter: under constrained decoding it repeats list items and pads strings
 until the budget runs out, and its answers must close within a few hundred tokens to be usable.
 The `compact` profile holds the tight bounds it needs (128 policy tokens, a 60-character thought,
-6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities in a prompt, ...). It is chosen for the embedded model
-(`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
+6 ops a patch, 40/80-character strings, 3 audit issues, 40 belief entities and 60 admissible
+actions in a prompt, a "Return few ops." line for the belief model, ...). It is chosen for the
+embedded model (`local`) only; any other model gets `standard` unless `--profile` asks otherwise.
 """
 
 from __future__ import annotations
@@ -130,6 +131,11 @@ class Profile:
     None renders the whole belief."""
     clips: AuditClips = AuditClips()
     """What the sentinel reads of past observations."""
+    action_list: int | None = None
+    """Admissible actions listed in a prompt, in the environment's order (the schema's enum has
+    them all); None lists every one (real models)."""
+    patch_note: str = ""
+    """A line added to the belief model's instructions (none for real models)."""
 
 
 # Sized for SmolLM2-135M under llama.cpp's grammar: an answer near its bounds still closes its
@@ -154,6 +160,11 @@ COMPACT = Profile(
     render_entities=40,
     # An 8K context holds the audit prompt only with short observations.
     clips=AuditClips(audit_observation_chars=400, global_observation_chars=120, evidence_chars=600),
+    # A prompt with every action of a big room does not fit its 8K window.
+    action_list=60,
+    # Real models get no such line (it may make them under-record); the 135M model's patches
+    # are bounded by the schema's 6 ops, and the line keeps them short within those.
+    patch_note="Return few ops.",
 )
 STANDARD = Profile("standard", SchemaBounds())
 PROFILES: dict[ProfileName, Profile] = {"standard": STANDARD, "compact": COMPACT}
@@ -175,6 +186,10 @@ class RoleLimits:
     """Entities of the belief this role's prompts show (None: all)."""
     clips: AuditClips = AuditClips()
     """What this role reads of past observations (used by the sentinel)."""
+    action_list: int | None = None
+    """Admissible actions this role's prompts list (None: all, in the environment's order)."""
+    patch_note: str = ""
+    """A line added to the belief model's instructions (the profile's)."""
 
 
 def role_limits(
@@ -195,6 +210,8 @@ def role_limits(
         chosen.bounds.merged(bounds or {}),
         chosen.render_entities,
         chosen.clips,
+        chosen.action_list,
+        chosen.patch_note,
     )
 
 

@@ -8,8 +8,6 @@ from typing import Any
 
 from pos_agent.roles.schemas import plain_schema
 
-ACTION_LIST_LIMIT = 60  # admissible actions listed in a prompt (the schema's enum has them all)
-
 
 def clip(text: str, limit: int | None) -> str:
     """`text` stripped, and cut to `limit` characters with a marker (None: whole)."""
@@ -82,11 +80,15 @@ def actions_block(
     actions: Sequence[str] | None,
     tools: Sequence[dict[str, Any]] | None = None,
     max_calls: int = 1,
+    *,
+    limit: int | None = None,
 ) -> str:
+    """The tools, else the admissible actions in the environment's order: all of them, or the
+    first `limit` (the `compact` profile's `action_list`) with the rest counted."""
     if tools:
         return tools_block(tools, max_calls)
     if not actions:
         return "Write the action as a short command."
-    shown = list(actions)[:ACTION_LIST_LIMIT]
+    shown = list(actions) if limit is None else list(actions)[:limit]
     more = f"\n(+{len(actions) - len(shown)} more)" if len(actions) > len(shown) else ""
     return "Admissible actions:\n" + "\n".join(f"- {a}" for a in shown) + more

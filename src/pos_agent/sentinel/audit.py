@@ -2,8 +2,14 @@
 (with the execution progress label), the progress judge of the no_consistency ablation, the
 periodic global audit, and the support check that drops issues whose evidence does not exist.
 
-The rules (`rules.py`) run first and cost nothing; the audit sees only what changed, its
-neighbours, the gaps (with the one active before the step, Δ_t) and the last few transitions.
+The rules (`rules.py`) run first and cost nothing; the audit sees what changed (B_t+1), the same
+records as they were in B_t with those the step removed, the gaps (with the one active before
+the step, Δ_t) and the last few transitions: Algorithm 1 labels progress from (B_t, B_t+1, Δ_t).
+The no_consistency judge reads exactly the same, and answers only the progress question.
+
+In the revision the belief model may answer an audit finding with evidence instead of
+complying (`answered`): an answer whose step and quote hold is shown to the re-check, and an
+issue on the same records is then dropped.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pos_agent.belief import Belief, Gap, PatchOutcome, project, render_belief
+from pos_agent.belief.model import Relation, State, id_order
 from pos_agent.events import SentinelEvent
 from pos_agent.llm import Model
 from pos_agent.roles.caller import RoleCaller
@@ -20,6 +27,7 @@ from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import prompts
 from pos_agent.sentinel.rules import check_rules, normalize_quote
 from pos_agent.sentinel.schemas import (
+    Answer,
     AuditIssue,
     audit_schema,
     global_audit_schema,
@@ -36,15 +44,42 @@ class Transcript:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """One finding as the revision sees it."""
+
+    text: str
+    records: tuple[str, ...]
+    contestable: bool
+    """An audit issue, which the belief model may answer with evidence; a rule finding is a
+    fact about the record itself and is fixed in the patch."""
+
+
+@dataclass(frozen=True)
+class Contested:
+    """A finding the belief model answered with evidence that holds."""
+
+    flag: Flag
+    answer: Answer
+
+    def text(self) -> str:
+        return f"{self.flag.text} Answer: step {self.answer.evidence_step}: {self.answer.quote!r}"
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The sentinel's answer on one candidate belief."""
 
-    findings: list[str]
-    """Rule findings and supported audit issues, as text for the revision."""
+    flags: list[Flag]
+    """Rule findings and supported audit issues."""
     progress: int
     """Execution progress label (0 when not judged)."""
     failed: bool
     """The audit call gave no answer (the gap/score heuristic stood in)."""
+
+    @property
+    def findings(self) -> list[str]:
+        """The findings as text for the revision, numbered in this order."""
+        return [f.text for f in self.flags]
 
 
 class Sentinel:
@@ -71,23 +106,24 @@ class Sentinel:
         step: Transition,
         gap_before: Gap | None,
         *,
+        before: Belief,
         judge: bool,
+        contested: Sequence[Contested] = (),
     ) -> Verdict:
-        """Rules, then the local audit of the changed records; progress judged when `judge`."""
+        """Rules, then the local audit of the changed records against B_t (`before`); progress
+        judged when `judge`. Issues on records of a `contested` finding are dropped."""
         belief = candidate.belief
         rules = check_rules(
             belief, self.transcript.observations, patch=ops, changed=candidate.changed
         )
-        neighbourhood = neighbourhood_of(belief, candidate.changed)
         report = self.call(
             "sentinel",
             self.model,
             prompts.audit(
-                render_belief(belief, only=neighbourhood) if neighbourhood else "(nothing changed)",
-                gaps_text(belief, gap_before),
-                self.transcript.steps[-self.clips.transitions :],
+                *self._transition_view(candidate, before, gap_before),
                 judge_progress=judge,
                 observation_chars=self.clips.audit_observation_chars,
+                answered=[c.text() for c in contested],
             ),
             audit_schema(self.limits.bounds),
             step=step.step,
@@ -95,6 +131,8 @@ class Sentinel:
             purpose="audit",
         )
         issues = self.supported(report.issues if report else [], belief)
+        answered = {r for c in contested for r in c.flag.records}
+        issues = [i for i in issues if not answered & set(i.records)]
         progress = report.progress if report else _fallback_progress(candidate)
         self.call.emit(
             SentinelEvent(
@@ -102,23 +140,27 @@ class Sentinel:
                 rules=[f.to_dict() for f in rules],
                 audit=[i.model_dump() for i in issues],
                 dropped=len(report.issues) - len(issues) if report else 0,
+                answered=len(contested),
                 progress=progress if judge else None,
                 reason=(report.reason or "")
                 if report
                 else "audit unavailable: gap/score heuristic",
             )
         )
-        texts = [f"[{f.rule}] {f.reason}" for f in rules] + [issue_text(i) for i in issues]
-        return Verdict(texts, int(progress) if judge else 0, failed=report is None)
+        flags = [Flag(f"[{f.rule}] {f.reason}", f.records, False) for f in rules]
+        flags += [Flag(issue_text(i), tuple(i.records), True) for i in issues]
+        return Verdict(flags, int(progress) if judge else 0, failed=report is None)
 
-    def judge_progress(self, belief: Belief, step: Transition, gap_before: Gap | None) -> Verdict:
-        """The progress question alone (no_consistency: no audit, progress still judged)."""
+    def judge_progress(
+        self, candidate: PatchOutcome, step: Transition, gap_before: Gap | None, *, before: Belief
+    ) -> Verdict:
+        """The progress question alone, on the audit's inputs (no_consistency: no rules and no
+        audit; the call the paper's -CV still makes)."""
         judgment = self.call(
             "sentinel",
             self.model,
             prompts.progress(
-                gaps_text(belief, gap_before),
-                step,
+                *self._transition_view(candidate, before, gap_before),
                 observation_chars=self.clips.audit_observation_chars,
             ),
             progress_schema(self.limits.bounds),
@@ -127,6 +169,38 @@ class Sentinel:
             purpose="progress",
         )
         return Verdict([], int(judgment.progress) if judgment else 0, failed=judgment is None)
+
+    def _transition_view(
+        self, candidate: PatchOutcome, before: Belief, gap_before: Gap | None
+    ) -> tuple[str, str, str, list[Transition]]:
+        """What the audit and the progress judge read of one transition: the changed records and
+        their neighbours in B_t+1, the same records in B_t (and those removed), the gaps, and the
+        last transitions."""
+        belief = candidate.belief
+        neighbourhood = neighbourhood_of(belief, candidate.changed)
+        changed = (
+            render_belief(belief, only=neighbourhood) if neighbourhood else "(nothing changed)"
+        )
+        return (
+            changed,
+            before_text(before, belief, candidate.changed),
+            gaps_text(belief, gap_before),
+            self.transcript.steps[-self.clips.transitions :],
+        )
+
+    def answered(self, verdict: Verdict, answers: Sequence[Answer]) -> list[Contested]:
+        """The belief model's answers that hold: a contestable finding it names by number, an
+        evidence step that exists and a quote found in that step's observation."""
+        held = []
+        for answer in answers:
+            if not 1 <= answer.finding <= len(verdict.flags):
+                continue
+            flag = verdict.flags[answer.finding - 1]
+            text = self.transcript.observations.get(answer.evidence_step)
+            needle = normalize_quote(answer.quote)
+            if flag.contestable and text and needle and needle in normalize_quote(text):
+                held.append(Contested(flag, answer))
+        return held
 
     def global_audit(self, belief: Belief, rendered: str, step: int) -> list[AuditIssue]:
         """The whole belief against a compact trajectory; the supported issues."""
@@ -202,6 +276,37 @@ def neighbourhood_of(belief: Belief, changed: frozenset[str]) -> set[str]:
         elif dst in entities and src:
             entities.add(src)
     return entities
+
+
+def before_text(before: Belief, after: Belief, changed: frozenset[str]) -> str:
+    """The changed records as B_t had them ("new" when B_t had none), and those the step
+    removed."""
+    lines, removed = [], []
+    for record_id in sorted(changed, key=id_order):
+        old = before.record(record_id)
+        if old is not None and after.record(record_id) is None:
+            removed.append(f"- {record_id} {describe(before, old)}")
+        elif isinstance(old, State | Relation) or old is None:
+            lines.append(f"- {record_id} " + (describe(before, old) if old else "(new)"))
+    text = "Before this step (B_t), the changed records were:\n" + (
+        "\n".join(lines) if lines else "- (none)"
+    )
+    if removed:
+        text += "\nRemoved by this step:\n" + "\n".join(removed)
+    return text
+
+
+def describe(belief: Belief, record: object) -> str:
+    """One record in a line."""
+    if isinstance(record, State):
+        entity = belief.entities.get(record.entity)
+        name = entity.name if entity else record.entity
+        return f"{name} {record.attribute}={record.value} ({record.source} {record.confidence:.2f})"
+    if isinstance(record, Relation):
+        return f"{record.src} {record.type} {record.dst} ({record.source} {record.confidence:.2f})"
+    if isinstance(record, Gap):
+        return f"gap {record.kind}: {record.text}"
+    return f"entity {getattr(record, 'name', '')}"
 
 
 def gaps_text(belief: Belief, gap_before: Gap | None) -> str:

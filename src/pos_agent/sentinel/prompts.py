@@ -9,10 +9,16 @@ from pos_agent.llm import Message
 from pos_agent.roles.prompts import clip
 from pos_agent.roles.transition import Transition
 
-AUDIT_SYSTEM = """You audit one update of an agent's belief state against what it observed.
-Report only real problems: "internal" when records contradict each other, "external" when a
-record contradicts an observation (give evidence_step and an exact quote from it). Do not invent
-problems; an empty list is a good answer."""
+AUDIT_SYSTEM = """You audit an agent's belief state against what it observed.
+Report each problem of the records shown:
+- "internal": records that contradict each other.
+- "external": a record that an observation contradicts, or a record marked observed ("obs")
+  that no observation shows: an unsupported inference. After "You put the mug 1 in/on the
+  microwave 1." the mug is in the microwave; that it is hot is not shown. Give evidence_step,
+  the observation you checked, and an exact quote from it.
+Plans and intentions ("needs to be heated", "plan: open it") are not states and contradict
+nothing. Report what the records and observations show to be wrong; when nothing is, answer
+with an empty list."""
 
 # One progress question for the audit (full method) and the judge (no_consistency): progress is
 # judged against the gap that was active before the step, even when the step resolved it.
@@ -34,24 +40,55 @@ def transition_lines(recent: Sequence[Transition], limit: int | None) -> str:
     )
 
 
+def transition_view(
+    changed_text: str,
+    before_text: str,
+    gaps_text: str,
+    recent: Sequence[Transition],
+    observation_chars: int | None,
+    answered: Sequence[str] = (),
+) -> str:
+    """What the audit and the progress judge read of one transition (B_t+1, B_t, the gaps, the
+    last transitions). The transitions come last: the newest one is the prompt's last line."""
+    answers = (
+        "The belief model answered these findings with evidence (checked: the quote is in that "
+        "step's observation):\n" + "\n".join(f"- {a}" for a in answered) + "\n\n"
+        if answered
+        else ""
+    )
+    return (
+        f"Changed records and their neighbours (after this step):\n{changed_text}\n\n"
+        f"{before_text}\n\n{gaps_text}\n\n{answers}"
+        f"Recent transitions:\n{transition_lines(recent, observation_chars)}"
+    )
+
+
 def audit(
     changed_text: str,
+    before_text: str,
     gaps_text: str,
     recent: Sequence[Transition],
     *,
     judge_progress: bool,
     observation_chars: int | None,
+    answered: Sequence[str] = (),
 ) -> list[Message]:
-    # The transitions come last: the newest one is the prompt's last line.
-    user = (
-        f"Changed records and their neighbours:\n{changed_text}\n\n{gaps_text}\n\n"
-        f"Recent transitions:\n{transition_lines(recent, observation_chars)}"
+    user = transition_view(
+        changed_text, before_text, gaps_text, recent, observation_chars, answered
     )
     return [Message("system", audit_system(judge_progress)), Message("user", user)]
 
 
-def progress(gaps_text: str, last: Transition, *, observation_chars: int | None) -> list[Message]:
-    user = f"{gaps_text}\n\nLast transition:\n{transition_lines([last], observation_chars)}"
+def progress(
+    changed_text: str,
+    before_text: str,
+    gaps_text: str,
+    recent: Sequence[Transition],
+    *,
+    observation_chars: int | None,
+) -> list[Message]:
+    """The no_consistency judge: the audit's inputs, the progress question alone."""
+    user = transition_view(changed_text, before_text, gaps_text, recent, observation_chars)
     return [Message("system", PROGRESS_SYSTEM), Message("user", user)]
 
 

@@ -3,6 +3,13 @@
 Each rule is a pure function of the candidate belief, the observations by step and, for the
 in-patch conflict, the raw patch. Findings carry the record ids, the rule name and a reason in
 words the belief model can act on during revision.
+
+The rules stay sound: they fire only where the words leave no doubt. A value is read as a polar
+state (open/closed, hot/cold, ...) only when it is that one word, with at most a filler such as
+"is" or "now"; "needs to be heated", "plan: open it" or "wash until clean" are plans, not states,
+and never conflict with one. Evidential support (DESIGN §3.2) is checked the same way: a polar
+value recorded as observed needs a cited observation that speaks of that property at all, and an
+observed relation one that names at least one of its ends.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ RULES: tuple[str, ...] = (
     "slot_conflict",
     "internal_conflict",
     "contradicts_observation",
+    "unsupported_observation",
     "dangling_id",
     "missing_evidence",
     "evidence_unavailable",
@@ -98,6 +106,35 @@ _POLARITIES: tuple[
     ),
     ("fill", _word("full"), _word("empty"), _word("full"), _word("empty")),
 )
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# The words an observation uses about each property, both sides and the verbs that change it: a
+# polar value recorded as observed is unsupported only when its cited observations use none.
+_PROPERTY_WORDS: dict[str, frozenset[str]] = {
+    "openness": _wordset("open opens opened opening close closes closed shut shuts"),
+    "power": _wordset("on off turn turns turned switch switches switched toggle toggles"),
+    "temperature": _wordset(
+        "hot heat heats heated heating warm warms warmed cold cool cools cooled cooling "
+        "chill chills chilled freeze frozen"
+    ),
+    "cleanliness": _wordset(
+        "clean cleans cleaned cleaning wash washes washed rinse rinses rinsed dirty"
+    ),
+    "lock": _wordset("lock locks locked unlock unlocks unlocked"),
+    "fill": _wordset("full fill fills filled empty empties emptied pour pours poured"),
+}
+# Words a state value may carry besides its polar word ("is open", "now hot").
+_FILLERS = _wordset("is are now currently already still very fully completely turned switched")
+# An attribute naming an intention, not a property ("plan", "next step", "goal").
+_PLAN_ATTRIBUTES = _wordset(
+    "plan plans planned goal goals next intent intention intended todo need needs needed "
+    "required requirement target desired want wanted task subgoal should must will"
+)
+_WORDS = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?\n])\s*")
 _QUOTE_CHARS = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _SPACES = re.compile(r"\s+")
@@ -124,6 +161,7 @@ def check_rules(
         entity_ids |= {i for i in scope if i in belief.entities}
     findings += internal_conflicts(belief, entity_ids if scope is not None else None)
     findings += contradictions(belief, states, observations)
+    findings += unsupported(belief, states, relations, observations)
     findings += dangling_ids(belief, states, relations, scope)
     findings += provenance(belief, [*states, *relations], observations)
     findings += confidence_range([*states, *relations])
@@ -179,10 +217,11 @@ def internal_conflicts(belief: Belief, entity_ids: Iterable[str] | None = None) 
     for entity_id, states in by_entity.items():
         if len(states) < 2:
             continue
-        for name, pos, neg, _, _ in _POLARITIES:
-            yes = [s for s in states if pos.search(normalize_text(s.value))]
-            no = [s for s in states if neg.search(normalize_text(s.value))]
-            if yes and no and {s.id for s in yes} != {s.id for s in no}:
+        polar = [(s, polar_state(s)) for s in states]
+        for name, *_ in _POLARITIES:
+            yes = [s for s, p in polar if p == (name, True)]
+            no = [s for s, p in polar if p == (name, False)]
+            if yes and no:
                 ids = tuple(sorted({s.id for s in yes + no}))
                 values = ", ".join(f"{s.attribute}={s.value}" for s in yes + no)
                 findings.append(
@@ -203,9 +242,9 @@ def contradictions(
     findings = []
     for state in states:
         entity = belief.entities.get(state.entity)
-        if entity is None or state.source != "observed" or not state.evidence:
+        polar = polar_state(state)
+        if entity is None or state.source != "observed" or not state.evidence or polar is None:
             continue
-        value = normalize_text(state.value)
         name = normalize_text(entity.name)
         for step in state.evidence:
             text = observations.get(step)
@@ -214,13 +253,9 @@ def contradictions(
             sentences = [
                 normalize_text(s) for s in _SENTENCE.split(text) if name in normalize_text(s)
             ]
-            for _, value_a, value_b, says_a, says_b in _POLARITIES:
-                for value_says, claimed, opposite in (
-                    (value_a, says_a, says_b),
-                    (value_b, says_b, says_a),
-                ):
-                    if not value_says.search(value):
-                        continue
+            for dimension, _, _, says_a, says_b in _POLARITIES:
+                if dimension == polar[0]:
+                    claimed, opposite = (says_a, says_b) if polar[1] else (says_b, says_a)
                     if any(opposite.search(s) and not claimed.search(s) for s in sentences):
                         findings.append(
                             Finding(
@@ -232,6 +267,79 @@ def contradictions(
                             )
                         )
     return findings
+
+
+def polar_state(state: State) -> tuple[str, bool] | None:
+    """(property, True for its first side) when the state's value is one polar word, such as
+    door=closed or temperature=hot; None for anything else, plans and intentions included."""
+    if _PLAN_ATTRIBUTES & set(_WORDS.findall(normalize_text(state.attribute))):
+        return None
+    words = [w for w in _WORDS.findall(normalize_text(state.value)) if w not in _FILLERS]
+    if len(words) != 1:
+        return None  # "on countertop 1", "not open", "needs to be heated"
+    for name, value_a, value_b, _, _ in _POLARITIES:
+        if value_a.fullmatch(words[0]) or value_b.fullmatch(words[0]):
+            return name, bool(value_a.fullmatch(words[0]))
+    return None
+
+
+def unsupported(
+    belief: Belief,
+    states: Sequence[State],
+    relations: Sequence[Relation],
+    observations: Mapping[int, str],
+) -> list[Finding]:
+    """Observed records their cited observations do not show, where a rule can tell: a polar
+    value whose observations never speak of that property ("mug temperature=hot" after "You put
+    the mug 1 in/on the microwave 1."), a relation whose observations name neither end."""
+    findings = []
+    for state in states:
+        polar = polar_state(state)
+        texts = _cited(state, observations)
+        if polar is None or state.source != "observed" or not texts:
+            continue
+        if not any(_PROPERTY_WORDS[polar[0]] & set(_WORDS.findall(t.lower())) for t in texts):
+            entity = belief.entities.get(state.entity)
+            name = entity.name if entity else state.entity
+            findings.append(
+                Finding(
+                    "unsupported_observation",
+                    (state.id,),
+                    f"{state.id} records {name} {state.attribute}={state.value} as observed, but "
+                    f"the observation at step(s) {list(state.evidence)} says nothing of its "
+                    f"{polar[0]}: cite the step that shows it, or mark it inferred",
+                    state.evidence[-1],
+                )
+            )
+    for relation in relations:
+        texts = _cited(relation, observations)
+        if relation.source != "observed" or not texts:
+            continue
+        ends = [belief.entities.get(end) for end in (relation.src, relation.dst)]
+        if any(end is None for end in ends):
+            continue  # an end that is a state (or unknown: dangling_id) has no name to look for
+        if not any(_names(end.name, t) for end in ends if end is not None for t in texts):
+            findings.append(
+                Finding(
+                    "unsupported_observation",
+                    (relation.id,),
+                    f"{relation.id} ({relation.src} {relation.type} {relation.dst}) is recorded as "
+                    f"observed, but the observation at step(s) {list(relation.evidence)} names "
+                    "neither end: cite the step that shows it, or mark it inferred",
+                    relation.evidence[-1],
+                )
+            )
+    return findings
+
+
+def _cited(record: State | Relation, observations: Mapping[int, str]) -> list[str]:
+    return [observations[s] for s in record.evidence if s in observations]
+
+
+def _names(name: str, text: str) -> bool:
+    """`text` names the entity: one of its words of three letters or more appears in it."""
+    words = {w for w in _WORDS.findall(normalize_text(name)) if len(w) >= 3 and not w.isdigit()}
+    return not words or bool(words & set(_WORDS.findall(text.lower())))
 
 
 def dangling_ids(

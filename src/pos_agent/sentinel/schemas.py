@@ -26,6 +26,17 @@ class AuditIssue(BaseModel):
     fix: str | None = None
 
 
+class Answer(BaseModel):
+    """The belief model's answer to one audit finding, instead of complying: the observation
+    that shows the record is right."""
+
+    finding: int
+    """The finding's number in the list it was shown."""
+    evidence_step: int
+    quote: str
+    """Exact words of that step's observation."""
+
+
 class AuditReport(BaseModel):
     """The sentinel's local audit of one transition; `progress` only for execution tasks."""
 
@@ -56,6 +67,12 @@ def _issue(bounds: SchemaBounds) -> Any:
         quote=(text | None, None),
         fix=(text | None, None),
     )
+
+
+def answers_field(bounds: SchemaBounds) -> Any:
+    """The bounded list of answers a revision may carry (at most one per audit issue)."""
+    answer = variant_of(Answer, quote=(bounded_str(bounds.text_chars), ...))
+    return bounded_list(answer, bounds.audit_issues)
 
 
 @lru_cache(maxsize=16)

@@ -40,7 +40,7 @@ from pos_agent.agents.base import (
 from pos_agent.agents.methods import METHODS
 from pos_agent.agents.pos import prompts
 from pos_agent.agents.pos.config import PosConfig, RoleModels
-from pos_agent.agents.pos.schemas import BeliefPatch, patch_schema
+from pos_agent.agents.pos.schemas import BeliefPatch, BeliefRevision, patch_schema, revision_schema
 from pos_agent.belief import (
     Belief,
     Gap,
@@ -287,13 +287,18 @@ class PosAgent:
         step: int,
         purpose: str,
         initial: bool = False,
+        schema: type[BeliefPatch] | None = None,
     ) -> BeliefPatch | None:
         """One belief-model call answering with a patch (None: the call degraded)."""
+        note = state.limits.belief.patch_note
+        if note:  # the profile's line (compact only), after the instructions
+            system, *rest = messages
+            messages = [Message(system.role, f"{system.content} {note}"), *rest]
         return self.call(
             "belief",
             self.models.belief,
             messages,
-            patch_schema(state.limits.belief.bounds, initial=initial),
+            schema or patch_schema(state.limits.belief.bounds, initial=initial),
             step=step,
             max_tokens=state.limits.belief.max_tokens,
             purpose=purpose,
@@ -308,7 +313,9 @@ class PosAgent:
             initial=True,
         )
         ops = _ops(patch)
-        outcome = apply_patch_detailed(Belief(goal=state.goal, step=0), ops)
+        outcome = apply_patch_detailed(
+            Belief(goal=state.goal, step=0), ops, checked=self.method.uses_consistency
+        )
         belief = with_first_gap(outcome.belief, state.preferred_gap)
         self.call.emit(
             BeliefInitEvent(
@@ -337,20 +344,21 @@ class PosAgent:
                 DegradedEvent(step=step.step, role="belief", fallback="keep previous belief")
             )
         ops = _ops(patch)
-        candidate = apply_patch_detailed(base, ops)
+        # Without consistency verification only the schema is checked (`checked=False`).
+        candidate = apply_patch_detailed(base, ops, checked=self.method.uses_consistency)
         self._trace_patch(BeliefPatchEvent, step.step, ops, candidate)
 
         judge = state.health.task == "execution"
         if not self.method.uses_consistency:
             self.call.emit(BeliefCommitEvent(step=step.step, audited=False))
-            verdict = (
-                state.sentinel.judge_progress(candidate.belief, step, turn.gap) if judge else None
-            )
+            # The progress call the paper's -CV still makes, on every task (its Table 2 counts
+            # sentinel tokens for -CV on RCA); on diagnosis tasks Eq. 4 gives the label below.
+            verdict = state.sentinel.judge_progress(candidate, step, turn.gap, before=base)
             update = Update(
                 candidate.belief,
                 accepted=True,
-                progress=verdict.progress if verdict else 0,
-                degraded=bool(verdict and verdict.failed),
+                progress=verdict.progress if judge else 0,
+                degraded=verdict.failed,
             )
         else:
             update = self.validate(state, base, ops, candidate, step, turn.gap, judge)
@@ -385,9 +393,11 @@ class PosAgent:
         gap: Gap | None,
         judge: bool,
     ) -> Update:
-        """Rules, then the LLM audit; one revision; else keep the previous belief."""
+        """Rules, then the LLM audit; one revision (the belief model gets its patch, the
+        findings and the evidence, and may answer an audit finding with evidence instead of
+        complying); one re-check; else keep the previous belief (DESIGN §3.3)."""
         sentinel = state.sentinel
-        verdict = sentinel.check(candidate, ops, step, gap, judge=judge)
+        verdict = sentinel.check(candidate, ops, step, gap, before=base, judge=judge)
         if not verdict.findings:
             self.call.emit(BeliefCommitEvent(step=step.step))
             return Update(candidate.belief, True, verdict.progress, verdict.failed)
@@ -403,6 +413,7 @@ class PosAgent:
             ),
             step=step.step,
             purpose="revision",
+            schema=revision_schema(state.limits.belief.bounds),
         )
         if revision is None:
             self.call.emit(
@@ -412,7 +423,11 @@ class PosAgent:
         revised_ops = _ops(revision)
         revised = apply_patch_detailed(base, revised_ops)
         self._trace_patch(RevisionEvent, step.step, revised_ops, revised)
-        recheck = sentinel.check(revised, revised_ops, step, gap, judge=judge)
+        answers = revision.answers if isinstance(revision, BeliefRevision) else []
+        contested = sentinel.answered(verdict, answers)
+        recheck = sentinel.check(
+            revised, revised_ops, step, gap, before=base, judge=judge, contested=contested
+        )
         failed = verdict.failed or recheck.failed
         if recheck.findings:
             self.call.emit(BeliefRejectEvent(step=step.step, findings=recheck.findings))
@@ -474,6 +489,7 @@ class PosAgent:
                 observation.tools,
                 max_calls=observation.max_calls,
                 observation_chars=self.config.policy_observation_chars,
+                action_limit=limits.action_list,
             ),
             decision_schema(
                 admissible, observation.tools, limits.bounds, max_calls=observation.max_calls

@@ -30,7 +30,8 @@ Answer with a patch: {"ops": [...]} using only these operations:
 - set_active_gap: id
 Rules: refer to existing records by id; new entities by name. One entity has one value per
 attribute; a new value replaces the old one. Mark what an observation shows as observed, with
-its step and a short exact quote. Keep only what matters for the goal. Return few ops."""
+its step and a short exact quote; what no observation shows is inferred. States say what is, not
+what you plan: a plan or an intention is a gap. Keep only what matters for the goal."""
 
 DIAGNOSIS_NOTE = """
 This is a diagnosis task. Keep each candidate answer (diagnosis, root cause) as an inferred state
@@ -84,9 +85,12 @@ def belief_revision(
         f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
         f"Your patch:\n{json.dumps(patch, ensure_ascii=False)}\n\n"
         "Problems found in it:\n"
-        + "\n".join(f"- {f}" for f in findings)
+        + "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
         + (f"\n\nEvidence:\n{evidence}" if evidence else "")
-        + "\n\nReturn a corrected patch against the current belief."
+        + "\n\nReturn the corrected patch against the current belief, with every op you keep. "
+        "A rule finding ([rule name]) is fixed in the patch. An [audit] finding you can show to "
+        'be wrong may be answered instead: add to "answers" its number, the step whose '
+        "observation shows you are right and an exact quote from it, and keep the op."
     )
     return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
@@ -112,6 +116,7 @@ def policy(
     *,
     max_calls: int = 1,
     observation_chars: int | None = None,
+    action_limit: int | None = None,
 ) -> list[Message]:
     # The belief opens with the goal; the prompt names it only when the belief does not.
     parts = [] if belief_text.startswith(f"Goal: {goal}") else [f"Goal: {goal}"]
@@ -128,5 +133,5 @@ def policy(
             else clip(seen, observation_chars)
         )
     )
-    parts.append(actions_block(actions, tools, max_calls))
+    parts.append(actions_block(actions, tools, max_calls, limit=action_limit))
     return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]

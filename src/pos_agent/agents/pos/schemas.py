@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from pos_agent.kinds import GapKind
 from pos_agent.roles.limits import SchemaBounds
 from pos_agent.roles.schemas import bounded_list, bounded_str, variant_of
+from pos_agent.sentinel.schemas import Answer, answers_field
 
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
 Source = Literal["observed", "inferred"]
@@ -92,10 +93,36 @@ class BeliefPatch(BaseModel):
     ops: list[PatchOp] = Field(default_factory=list)
 
 
+class BeliefRevision(BeliefPatch):
+    """The revision: the corrected patch, and the findings answered with evidence instead."""
+
+    answers: list[Answer] = Field(default_factory=list)
+
+
 @lru_cache(maxsize=32)
 def patch_schema(bounds: SchemaBounds, *, initial: bool = False) -> type[BeliefPatch]:
     """The belief model's patch schema; `initial` bounds it by `init_ops`, else `patch_ops`."""
     limit = bounds.init_ops if initial else bounds.patch_ops
+    schema: type[BeliefPatch] = variant_of(
+        BeliefPatch, ops=(bounded_list(_op_union(bounds), limit), Field(default_factory=list))
+    )
+    return schema
+
+
+@lru_cache(maxsize=32)
+def revision_schema(bounds: SchemaBounds) -> type[BeliefRevision]:
+    """The revision's schema: a patch bounded like an update, and the answers."""
+    schema: type[BeliefRevision] = variant_of(
+        BeliefRevision,
+        ops=(bounded_list(_op_union(bounds), bounds.patch_ops), Field(default_factory=list)),
+        answers=(answers_field(bounds), Field(default_factory=list)),
+    )
+    return schema
+
+
+@lru_cache(maxsize=32)
+def _op_union(bounds: SchemaBounds) -> Any:
+    """One patch op, with the string and list bounds of `bounds`."""
     name, text = bounded_str(bounds.name_chars), bounded_str(bounds.text_chars)
     evidence = bounded_list(int, bounds.evidence_steps)
     ops: Any = Union[  # noqa: UP007  (built at run time)
@@ -133,7 +160,4 @@ def patch_schema(bounds: SchemaBounds, *, initial: bool = False) -> type[BeliefP
         ),
         variant_of(GapChoice, id=(name, ...)),
     ]
-    schema: type[BeliefPatch] = variant_of(
-        BeliefPatch, ops=(bounded_list(ops, limit), Field(default_factory=list))
-    )
-    return schema
+    return ops

@@ -238,6 +238,8 @@ def test_cli_budget_options_reach_the_case(tmp_path: Path) -> None:
             "global_observation_chars": 120,
             "evidence_chars": 600,
         },
+        "action_list": 60,
+        "patch_note": "Return few ops.",
     }
     assert (
         result.settings["generation_tokens"] == 1024 and result.settings["context_window"] == 4096

@@ -105,11 +105,13 @@ def test_a_progress_label_of_zero_wins_over_novelty() -> None:
     monitor = TrapMonitor()
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
     for word in words:
-        report = monitor.observe("curl http://svc/health", f"502 Bad Gateway {word}", progress=0)
+        report = monitor.observe(
+            "curl http://127.0.0.1:8080/health", f"502 Bad Gateway {word}", progress=0
+        )
     assert report.trapped and report.pattern == "static"
     unlabelled = TrapMonitor()
     for word in words:
-        free = unlabelled.observe("curl http://svc/health", f"502 Bad Gateway {word}")
+        free = unlabelled.observe("curl http://127.0.0.1:8080/health", f"502 Bad Gateway {word}")
     assert not free.trapped  # without a label, first-seen words are exploration
 
 

@@ -26,6 +26,7 @@ from pos_agent.bench.runner import BenchConfig, case_dir, run_bench
 from pos_agent.cli.app import app
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import ModelOptions, ScriptedModel
+from pos_agent.llm._openai import OPENAI_DEFAULT_BASE_URL
 from pos_agent.llm.backend import BackendError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,11 +74,11 @@ def test_dashscope_and_mixed_servers_are_recorded_and_local_runs_keep_their_iden
     mixed = result_options(options, ["dashscope:qwen-plus", "openai:gpt-4o", "local"])
     assert mixed["base_url"] == [
         "http://127.0.0.1:9/compatible-mode/v1",
-        "https://api.openai.com/v1",
+        OPENAI_DEFAULT_BASE_URL,
     ]
     assert mixed["servers"] == {
         "dashscope:qwen-plus": "http://127.0.0.1:9/compatible-mode/v1",
-        "openai:gpt-4o": "https://api.openai.com/v1",
+        "openai:gpt-4o": OPENAI_DEFAULT_BASE_URL,
     }
     flag = result_options(ModelOptions(base_url="http://127.0.0.1:8/v1"), ["openai:m"])
     assert flag["base_url"] == "http://127.0.0.1:8/v1" and "servers" not in flag

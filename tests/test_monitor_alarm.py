@@ -14,7 +14,7 @@ def stuck(monitor: TrapMonitor, steps: int) -> list[MonitorReport]:
     """The same failing call, whose output differs only in volatile tokens."""
     return [
         monitor.observe(
-            ToolCall("http_get", {"url": "http://svc/health"}),
+            ToolCall("http_get", {"url": "http://127.0.0.1:8080/health"}),
             f"502 Bad Gateway at 2026-12-01T09:{i:02d}:07Z request_id=r{i}x9 ({10 + i}ms)",
         )
         for i in range(steps)
@@ -55,7 +55,9 @@ def test_the_default_policy_nudges_once_then_blocks_then_stops() -> None:
     assert reports[first + 4].advice.text is None
     assert kinds[8] == "stop" and levels[8] == "stop"
     assert reports[first].advice.text == reports[first].recovery
-    assert reports[first + 3].advice.forbidden_actions == ('http_get {"url":"http://svc/health"}',)
+    assert reports[first + 3].advice.forbidden_actions == (
+        'http_get {"url":"http://127.0.0.1:8080/health"}',
+    )
 
 
 def test_the_policy_is_configurable_and_checked() -> None:
@@ -109,8 +111,10 @@ def test_monitor_advice_and_blocks_follow_the_latest_report() -> None:
     assert monitor.advice() == reports[-1].advice
     assert monitor.advice().kind == "block"
     # The same call written another way (key order, whitespace) is blocked; another is not.
-    assert monitor.blocks({"name": "http_get", "arguments": '{ "url" : "http://svc/health" }'})
-    assert not monitor.blocks(ToolCall("http_get", {"url": "http://svc/ready"}))
+    assert monitor.blocks(
+        {"name": "http_get", "arguments": '{ "url" : "http://127.0.0.1:8080/health" }'}
+    )
+    assert not monitor.blocks(ToolCall("http_get", {"url": "http://127.0.0.1:8080/ready"}))
 
 
 def test_advice_is_plain_json_in_the_report() -> None:

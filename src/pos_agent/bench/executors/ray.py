@@ -35,6 +35,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ CLEANUP_VARIABLES = {
 }
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # records are small; the default takes 30% of RAM
 SKIPPED_FILES = {".lock"}
+START_TIMEOUT_S = 600.0  # how long the run waits for a first case runner to start
 
 
 class RayUnavailableError(ValueError):
@@ -230,6 +232,7 @@ def connected(address: str | None) -> Any:
         kwargs: dict[str, Any] = {
             "include_dashboard": False,
             "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
+            "_node_ip_address": "127.0.0.1",  # a Ray for this run only: nothing listens outside
         }
     else:
         kwargs = {"address": address}
@@ -258,8 +261,9 @@ def execute_on_ray(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None
 
 
 class _ActorPool:
-    """Up to `max_concurrency` case runners spread over the nodes; a lost one is replaced
-    while the cluster has room for it."""
+    """Up to `max_concurrency` case runners spread over the nodes. A runner takes cases once
+    it has started (its `where` call answered); a lost one is replaced while the cluster has
+    room for it, and the run goes on with the runners that are left."""
 
     def __init__(self, ray: Any, config: BenchConfig) -> None:
         self.ray = ray
@@ -279,25 +283,38 @@ class _ActorPool:
                 .options(num_cpus=0, max_concurrency=1000)
                 .remote(config.rate_limits)
             )
+        self.actors: list[Any] = []  # every runner not known to be lost
+        self.starting: dict[Any, Any] = {}  # where() call -> runner not yet started
         self.idle: list[Any] = []
         self.running: dict[Any, _Running] = {}
-        self.actors: list[Any] = []
-        self.probes: dict[Any, Any] = {}  # where() calls not yet read
         self.warned: set[str] = set()
+        self.waiting_since = time.monotonic()
         self.grow()
 
     def grow(self) -> None:
         """Start runners up to the pool's size, as long as the cluster has CPUs for them."""
         while len(self.actors) < self.size:
             if self.actors and self._room() < self.cpus:
-                return  # a node was lost: play on with the runners that are left
+                return
             actor = self.runner.remote(worker_options_of(self.config), self.limiter)
             self.actors.append(actor)
-            self.idle.append(actor)
-            self.probes[actor.where.remote()] = actor
+            self.starting[actor.where.remote()] = actor
 
     def _room(self) -> float:
         return float(self.ray.available_resources().get("CPU", 0.0)) + 1e-9
+
+    def started(self, refs: list[Any]) -> None:
+        """Runners whose where() answered take cases; one whose start failed is dropped."""
+        for ref in refs:
+            actor = self.starting.pop(ref)
+            try:
+                where = self.ray.get(ref)
+            except self.ray.exceptions.RayError as exc:
+                logger.warning("a Ray case runner could not start: %s", _first_line(str(exc)))
+                self.lose(actor)
+                continue
+            self.idle.append(actor)
+            _warn_about_cleanup(self, where)
 
     def submit(self, spec: CaseSpec) -> None:
         actor = self.idle.pop()
@@ -320,7 +337,7 @@ class _ActorPool:
         if self.limiter is not None:
             with contextlib.suppress(Exception):
                 self.ray.kill(self.limiter, no_restart=True)
-        self.actors, self.idle, self.running, self.probes = [], [], {}, {}
+        self.actors, self.idle, self.running, self.starting = [], [], {}, {}
 
 
 def worker_options_of(config: BenchConfig) -> dict[str, Any]:
@@ -341,11 +358,23 @@ def _drive(pool: _ActorPool, queue: _Queue, config: BenchConfig, deliver: Delive
             if spec is None:
                 break
             pool.submit(spec)
-        if not pool.running:
-            threading_wait(queue.wait_s())
+        if pool.running or pool.idle:
+            pool.waiting_since = time.monotonic()
+        elif time.monotonic() - pool.waiting_since > START_TIMEOUT_S:
+            raise RayUnavailableError(
+                f"no Ray case runner started within {START_TIMEOUT_S:g}s: the cluster has no "
+                f"CPU free for one (each asks for {pool.cpus:g}); "
+                f"continue with --run {config.run_dir.name} --resume"
+            )
+        waiting = [*pool.running, *pool.starting]
+        if not waiting:
+            _pause(queue.wait_s())
             continue
-        ready, _ = ray.wait(list(pool.running), num_returns=1, timeout=POLL_S)
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=min(POLL_S, queue.wait_s() or POLL_S))
+        pool.started([ref for ref in ready if ref in pool.starting])
         for ref in ready:
+            if ref not in pool.running:
+                continue
             running = pool.running.pop(ref)
             result, lost = _collect(pool, ref, running, config)
             if lost:
@@ -358,12 +387,9 @@ def _drive(pool: _ActorPool, queue: _Queue, config: BenchConfig, deliver: Delive
             if queue.retry(result, running.spec, wait=not lost):
                 continue
             deliver(result)
-        _warn_about_cleanup(pool)
 
 
-def threading_wait(seconds: float) -> None:
-    import threading
-
+def _pause(seconds: float) -> None:
     threading.Event().wait(min(seconds, POLL_S))
 
 
@@ -443,27 +469,18 @@ def _signum() -> int:
     return signals.requested() or signal.SIGINT
 
 
-def _warn_about_cleanup(pool: _ActorPool) -> None:
+def _warn_about_cleanup(pool: _ActorPool, where: dict[str, Any]) -> None:
     """Once per node: say so when its raylet would leave a killed case's processes behind."""
-    if not pool.probes:
-        return
-    ready, _ = pool.ray.wait(list(pool.probes), num_returns=len(pool.probes), timeout=0)
-    for ref in ready:
-        pool.probes.pop(ref)
-        try:
-            where = pool.ray.get(ref)
-        except pool.ray.exceptions.RayError:
-            continue  # the actor is gone; its case says so
-        node = str(where["node"])
-        if not where["cleanup"] and node not in pool.warned:
-            pool.warned.add(node)
-            logger.warning(
-                "Ray node %s runs without %s: a case killed there may leave its environment's "
-                "processes behind; start its raylet with %s",
-                node[:12],
-                " or ".join(CLEANUP_VARIABLES),
-                " ".join(f"{k}={v}" for k, v in CLEANUP_VARIABLES.items()),
-            )
+    node = str(where["node"])
+    if not where["cleanup"] and node not in pool.warned:
+        pool.warned.add(node)
+        logger.warning(
+            "Ray node %s runs without %s: a case killed there may leave its environment's "
+            "processes behind; start its raylet with %s",
+            node[:12],
+            " or ".join(CLEANUP_VARIABLES),
+            " ".join(f"{k}={v}" for k, v in CLEANUP_VARIABLES.items()),
+        )
 
 
 def _stop(pool: _ActorPool, config: BenchConfig, deliver: Deliver) -> None:

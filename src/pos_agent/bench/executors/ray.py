@@ -34,9 +34,12 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +99,6 @@ class _CaseRunner:
     def __init__(self, model_options: dict[str, Any], limiter: Any = None) -> None:
         workers._STATE.options = ModelOptions(**model_options)
         workers._STATE.load = default_loader(workers._STATE.options)
-        self.scratch = Path(tempfile.mkdtemp(prefix="pos-ray-cases-"))
         if limiter is not None:
             install(_ClusterLimiter(limiter))
 
@@ -113,12 +115,13 @@ class _CaseRunner:
         import ray
 
         started = time.monotonic()
-        run_dir = self.scratch / run_name
+        scratch = Path(tempfile.mkdtemp(prefix="pos-ray-cases-"))  # on this node, this case's
+        run_dir = scratch / run_name
         try:
             reply = workers.play(workers.Job(spec, str(run_dir), run_name, time_limit_s))
             files = collect_records(run_dir / spec.folder)
         finally:
-            shutil.rmtree(run_dir / spec.folder, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
         node = ray.get_runtime_context().get_node_id()
         return Shipped(reply, files, time.monotonic() - started, node)
 
@@ -225,10 +228,9 @@ def _ray() -> Any:
 def connected(address: str | None) -> Any:
     """Ray, connected to `address`, or to a Ray started here for the run (stopped after)."""
     ray = _ray()
-    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
+    variables = {"RAY_DISABLE_USAGE_STATS": "1"}
     if address is None:
-        for name, value in CLEANUP_VARIABLES.items():
-            os.environ.setdefault(name, value)  # inherited by the raylet started here
+        variables.update(CLEANUP_VARIABLES)  # for the raylet started here, which inherits them
         kwargs: dict[str, Any] = {
             "include_dashboard": False,
             "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
@@ -236,15 +238,57 @@ def connected(address: str | None) -> Any:
         }
     else:
         kwargs = {"address": address}
+    reaper = _start_reaper() if address is None else None
     try:
-        ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = address or "a Ray started for this run"
-        raise RayUnavailableError(f"cannot use {where}: {exc}") from None
-    try:
-        yield ray
+        try:
+            with _environment(variables):
+                ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = address or "a Ray started for this run"
+            raise RayUnavailableError(f"cannot use {where}: {exc}") from None
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
     finally:
-        ray.shutdown()
+        if reaper is not None:
+            _stop_reaper(reaper)
+
+
+def _start_reaper() -> subprocess.Popen[bytes] | None:
+    """The watchdog that ends a Ray started here if this process is killed (_reaper.py)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    script = Path(__file__).with_name("_reaper.py")
+    return subprocess.Popen(
+        [sys.executable, str(script), str(os.getpid())],
+        stdin=subprocess.PIPE,
+        start_new_session=True,  # out of reach of the terminal's Ctrl-C
+    )
+
+
+def _stop_reaper(reaper: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        assert reaper.stdin is not None
+        reaper.stdin.write(b"done")
+        reaper.stdin.close()
+    try:
+        reaper.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        reaper.kill()
+        reaper.wait()
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """These variables (unless set already) while Ray starts its processes, then as before."""
+    added = {name: value for name, value in variables.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def execute_on_ray(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:

@@ -4,6 +4,7 @@ running), Ctrl-C and a kill of the driver, and the raylet's clean-up of environm
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -299,3 +300,27 @@ def test_the_raylet_started_for_a_run_kills_a_killed_cases_grandchildren(tmp_pat
         finally:
             if not gone():
                 os.kill(sleeper, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_the_cluster_limit_keeps_one_request_in_flight_per_model(tmp_path: Path) -> None:
+    from pos_agent.llm._ratelimit import RateLimits
+
+    latency = 0.05
+    with fake_openai(Behaviour(latency_s=latency)) as (url, behaviour):
+        specs = load_suite(write_suite(tmp_path, 6)).cases(["raw"], "openai:m")[:2]
+        config = BenchConfig(
+            run_dir=tmp_path / "limited",
+            executor="ray",
+            max_concurrency=2,
+            model_options={"base_url": url, "api_key": "k", "max_retries": 0},
+            rate_limits=RateLimits(concurrency=1),
+            preflight=False,
+        )
+        results = run_bench(specs, config)
+        times = sorted(behaviour.request_times)
+    assert all(r.status in ("success", "failure") for r in results), [r.error for r in results]
+    assert len(times) >= 8
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # one request at a time: the next one arrives only after the previous one was answered
+    assert min(gaps) >= latency * 0.9, sorted(gaps)[:3]

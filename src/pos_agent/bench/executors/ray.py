@@ -226,8 +226,12 @@ def _ray() -> Any:
 
 @contextlib.contextmanager
 def connected(address: str | None) -> Any:
-    """Ray, connected to `address`, or to a Ray started here for the run (stopped after)."""
+    """Ray, connected to `address`, or to a Ray started here for the run (stopped after); a
+    connection this process has already is used as it is (and left open)."""
     ray = _ray()
+    if ray.is_initialized():  # a program that embeds the bench and runs Ray already
+        yield ray
+        return
     variables = {"RAY_DISABLE_USAGE_STATS": "1"}
     if address is None:
         variables.update(CLEANUP_VARIABLES)  # for the raylet started here, which inherits them

@@ -324,3 +324,18 @@ def test_the_cluster_limit_keeps_one_request_in_flight_per_model(tmp_path: Path)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     # one request at a time: the next one arrives only after the previous one was answered
     assert min(gaps) >= latency * 0.9, sorted(gaps)[:3]
+
+
+def test_the_watchdog_notes_every_descendant_of_the_driver() -> None:
+    from pos_agent.bench.executors._reaper import descendants
+
+    table = {
+        10: (1, "a"),  # the driver
+        11: (10, "b"),  # gcs_server
+        12: (10, "c"),  # raylet
+        13: (12, "d"),  # an agent the raylet started
+        14: (13, "e"),
+        20: (1, "f"),  # another program: never touched
+    }
+    assert descendants(10, table) == {11: "b", 12: "c", 13: "d", 14: "e"}
+    assert descendants(20, table) == {}

@@ -311,12 +311,12 @@ def sdk_loop(
         if not tool_calls:
             break
         for call in tool_calls:
-            fn: Any = call["function"]
+            function: Any = call["function"]
             messages.append(
                 {
                     "role": "tool",
                     "tool_call_id": call["id"],
-                    "content": run_tool(fn["name"], fn["arguments"], clock),
+                    "content": run_tool(function["name"], function["arguments"], clock),
                 }
             )
     return seen, messages, text

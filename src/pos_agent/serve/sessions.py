@@ -1,8 +1,9 @@
 """Sessions: one monitor per conversation, found by a header or by the conversation's start.
 
 A session is keyed by the `X-PoS-Session` header when the client sends one, else by a hash of
-the conversation's first messages (its system prompt and first user turn), which stay the same
-while an agent's history grows. The store is bounded both ways: the least recently used session
+the conversation's start (its system prompt and first user turn), which stays the same while an
+agent's history grows. Two runs of one task with the same prompts share a session then: the
+second one's history no longer holds the first's steps, and the session starts again. The store is bounded both ways: the least recently used session
 goes when there are `max_sessions`, and a session idle for `ttl_s` seconds goes at the next
 look-up. A session that goes closes its trace.
 """
@@ -25,18 +26,23 @@ __all__ = ["Note", "Session", "SessionStore", "session_id"]
 
 SESSION_HEADER = "x-pos-session"
 FIRST_MESSAGES = 2
-"""How many leading messages (system prompt, first user turn) name a session without a header."""
+"""Leading messages (system prompt, first user turn) that name a session without a header."""
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def session_id(header: str | None, messages: Sequence[Mapping[str, Any]]) -> str:
     """The session of one request: the header (made safe as a folder name), else `h-` and a hash
-    of the first messages' roles and contents."""
+    of the conversation's start: the messages up to and including the first user message (at
+    most `FIRST_MESSAGES` + 2), which the first request already holds and later ones keep."""
     if header:
         safe = _SAFE.sub("_", header.strip())[:64].strip("._")
         if safe:
             return safe
-    head = [{"role": m.get("role"), "content": m.get("content")} for m in messages[:FIRST_MESSAGES]]
+    head = []
+    for message in messages[: FIRST_MESSAGES + 2]:
+        head.append({"role": message.get("role"), "content": message.get("content")})
+        if message.get("role") == "user":
+            break
     blob = json.dumps(head, sort_keys=True, default=str, ensure_ascii=False)
     return "h-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 

@@ -31,7 +31,7 @@ from test_serve_fakes import BLOCK_MARK, NUDGE_MARK, Upstream, history_text, ser
 
 
 def test_tool_calls_with_parallel_calls_and_their_results() -> None:
-    messages = [
+    messages: list[Any] = [
         {"role": "user", "content": "go"},
         {
             "role": "assistant",
@@ -62,7 +62,7 @@ def test_tool_calls_with_parallel_calls_and_their_results() -> None:
 
 def test_smolagents_text_history_with_an_error_step() -> None:
     call = "[{'id': 'call_1', 'type': 'function', 'function': {'name': 'read', 'arguments': {'path': 'a.py'}}}]"
-    messages = [
+    messages: list[Any] = [
         {"role": "system", "content": [{"type": "text", "text": "You are an agent."}]},
         {"role": "user", "content": [{"type": "text", "text": "New task:\nfix a.py"}]},
         {"role": "assistant", "content": [{"type": "text", "text": f"Calling tools:\n{call}"}]},

@@ -90,6 +90,7 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per upstream call otherwise
     if host not in LOOPBACK:
         typer.echo(f"warning: binding {host}: the proxy is reachable beyond this machine", err=True)
     typer.echo(
@@ -97,12 +98,15 @@ def serve(
         f"{', belief ' + belief_model if belief_model else ''}); traces: {folder or 'off'}",
         err=True,
     )
-    uvicorn.run(
-        create_app(config),
-        host=host,
-        port=port,
-        log_level=log_level.lower(),
-        timeout_graceful_shutdown=30,
-        # The access log names paths and statuses only; headers (and keys) are never logged.
-        access_log=True,
-    )
+    try:
+        uvicorn.run(
+            create_app(config),
+            host=host,
+            port=port,
+            log_level=log_level.lower(),
+            timeout_graceful_shutdown=30,
+            # The access log names paths and statuses only; headers (and keys) are never logged.
+            access_log=True,
+        )
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown
+        raise typer.Exit(130) from None

@@ -99,7 +99,7 @@ def _loop_messages(steps: int) -> list[dict[str, Any]]:
             "function": {"name": "read_file", "arguments": json.dumps({"path": "app.py"})},
         }
         messages += [
-            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
             {
                 "role": "tool",
                 "tool_call_id": f"call_{i}",
@@ -189,7 +189,7 @@ def test_pos_serve_stands_in_front_of_the_embedded_model(
     assert [m.id for m in models.data] == ["smollm"]
     assert fresh.headers["x-pos-trapped"] == "false"
     assert looped.headers["x-pos-trapped"] == "true"
-    assert looped.headers["x-pos-advice"] == "inject"
+    assert looped.headers["x-pos-escalation"] == "nudge"  # onset at step 5, of 6
     answer = looped.parse().choices[0]  # the model answered the request with the note in it
     assert answer.message.content or answer.message.tool_calls
     assert stream_headers["x-pos-session"] == "llama" and chunks[-1] == "data: [DONE]"

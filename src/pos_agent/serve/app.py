@@ -588,8 +588,11 @@ def create_app(config: ServeConfig) -> Starlette:
         )
 
     async def chat(request: Request) -> Response:
-        started = time.perf_counter()
         body = await request.body()
+        # The proxy's own time: from the whole request in hand to forwarding it, and from the
+        # upstream's whole answer to sending it back (no await in between: no other request's
+        # work is counted). It goes back in `Server-Timing`.
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             payload = json.loads(body)
         except ValueError:
@@ -613,6 +616,7 @@ def create_app(config: ServeConfig) -> Starlette:
             body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         url = proxy.upstream_url(request.url.path, request.url.query)
         before = time.perf_counter() - started
+        cpu_before = time.thread_time() - cpu_started
         answer = await send("POST", url, proxy.forward_headers(request.headers), body)
         pos_headers = verdict.headers()
         if isinstance(answer, JSONResponse):
@@ -622,7 +626,9 @@ def create_app(config: ServeConfig) -> Starlette:
         if payload.get("stream"):
             guard = _StreamGuard(verdict, monitor) if verdict.forbidden else None
             headers = {**relayed(answer, decoded=True), **pos_headers}
-            headers["server-timing"] = f"pos;dur={before * 1000:.3f};desc=before-upstream"
+            headers["server-timing"] = (
+                f"pos;dur={before * 1000:.3f};desc=before-upstream, pos-cpu;dur={cpu_before * 1000:.3f}"
+            )
             return StreamingResponse(
                 _relay(answer, guard, raw=False), status_code=answer.status_code, headers=headers
             )
@@ -632,7 +638,7 @@ def create_app(config: ServeConfig) -> Starlette:
             await answer.aclose()
             return _error(502, "upstream_broken", f"PoS proxy: the upstream answer broke ({error})")
         await answer.aclose()
-        after_start = time.perf_counter()
+        after_start, cpu_after_start = time.perf_counter(), time.thread_time()
         blocked = False
         if verdict.forbidden and answer.status_code == 200:
             try:
@@ -649,7 +655,8 @@ def create_app(config: ServeConfig) -> Starlette:
         headers = {**relayed(answer, decoded=True), **pos_headers}
         headers["x-pos-blocked"] = "true" if blocked else "false"
         spent = before + time.perf_counter() - after_start
-        headers["server-timing"] = f"pos;dur={spent * 1000:.3f}"
+        cpu = cpu_before + time.thread_time() - cpu_after_start
+        headers["server-timing"] = f"pos;dur={spent * 1000:.3f}, pos-cpu;dur={cpu * 1000:.3f}"
         return Response(content, status_code=answer.status_code, headers=headers)
 
     async def sessions(request: Request) -> Response:

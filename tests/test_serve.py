@@ -325,3 +325,25 @@ def test_a_monitor_that_raises_fails_open(tmp_path: Path, caplog: pytest.LogCapt
     # Forwarded unchanged: the upstream got the agent's messages as they were.
     assert upstream.bodies[-1]["messages"] == messages[:-1]
     assert "monitor bug" in caplog.text and "forwarded unchanged" in caplog.text
+
+
+def test_an_upstream_that_does_not_answer_in_time_gives_a_504(tmp_path: Path) -> None:
+    gate = threading.Event()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        gate.wait(30)  # held until the proxy has given up
+        return {"content": "late"}
+
+    upstream = Upstream(slow)
+    with serving(upstream, trace_dir=tmp_path, timeout_s=0.5) as (url, _):
+        try:
+            answer = httpx.post(
+                f"{url}/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                timeout=30,
+            )
+        finally:
+            gate.set()
+    assert answer.status_code == 504
+    assert answer.json()["error"]["type"] == "upstream_timeout"
+    assert answer.headers["x-pos-trapped"] == "false"

@@ -323,7 +323,11 @@ def test_a_failing_belief_model_degrades_to_model_free_for_that_step(tmp_path: P
 
     upstream = Upstream(lambda body: {"content": "ok"})
     with serving(
-        upstream, belief_model="scripted", belief_model_factory=Broken, trace_dir=tmp_path
+        upstream,
+        policy="nudge",
+        belief_model="scripted",
+        belief_model_factory=Broken,
+        trace_dir=tmp_path,
     ) as (url, app):
         answer = httpx.post(
             f"{url}/chat/completions",
@@ -332,7 +336,10 @@ def test_a_failing_belief_model_degrades_to_model_free_for_that_step(tmp_path: P
         )
         session = app.state.proxy.store.peek("b")
     assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "ok"
+    assert answer.headers["x-pos-error"] == "belief model failed; step read model-free"
     assert session.report.belief_source == "observations" and session.report.trapped
+    # The policy still applied: the model-free alarm's note went to the model.
+    assert NUDGE_MARK in history_text(upstream.bodies[-1]["messages"])
     events, _ = read_trace(tmp_path / "b")
     degraded = [e for e in events if isinstance(e, DegradedEvent) and e.role == "belief"]
     assert len(degraded) == 6 and "belief server gone" in degraded[0].reason

@@ -125,6 +125,9 @@ class Verdict:
     forbidden: frozenset[str] = frozenset()
     """Canonical keys of the calls to refuse in the answer (policy `block`)."""
     failed: bool = False
+    """The monitor failed: the request goes on unchanged (fail open)."""
+    degraded: bool = False
+    """The belief model failed on a step, which was read model-free."""
     extra_note: str | None = None
     """A note for this request only (the belief, with `show_belief`)."""
 
@@ -142,6 +145,8 @@ class Verdict:
         }
         if self.failed:
             headers["x-pos-error"] = "monitor failed; request forwarded unchanged"
+        elif self.degraded:
+            headers["x-pos-error"] = "belief model failed; step read model-free"
         return headers
 
 
@@ -259,7 +264,7 @@ class Proxy:
         ):
             self._restart(session)
         events: list[Event] = []
-        failed = False
+        degraded = False
         monitor = session.monitor
         new = steps[session.steps :]
         for step in new:
@@ -268,7 +273,7 @@ class Proxy:
             if session.belief is not None:
                 belief, belief_events = await self._believe(session, monitor.step + 1, action, step)
                 events += belief_events
-                failed = failed or belief is None
+                degraded = degraded or belief is None
             observed = monitor.observe(step.action, step.observation, belief)
             session.report = observed
             session.steps += 1
@@ -294,7 +299,7 @@ class Proxy:
             # No new step in this request: the standing verdict, with nothing new to do.
             report = replace(report, advice=Advice("none", level=report.escalation))
         return Verdict(
-            report, session.id, tuple(session.notes), forbidden, failed=failed, extra_note=extra
+            report, session.id, tuple(session.notes), forbidden, degraded=degraded, extra_note=extra
         )
 
     async def _believe(

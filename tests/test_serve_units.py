@@ -370,3 +370,48 @@ def test_forwarded_json_keeps_the_agents_own_fields(tmp_path: Path) -> None:
     assert json.dumps(theirs) == json.dumps(body["messages"])
     # The onset was step 5 of the 6: its note follows the 5th tool result.
     assert len(notes) == 1 and sent["messages"].index(notes[0]) == 11
+
+
+def test_the_docs_parser_example_runs() -> None:
+    import re
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "serve.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if "ShellParser" in b)
+    namespace: dict[str, Any] = {"URL": "http://127.0.0.1:9/v1"}
+    exec(compile(block, "docs/serve.md", "exec"), namespace)
+    parser = namespace["ShellParser"]()
+    history = [
+        {"role": "user", "content": "build"},
+        {"role": "assistant", "content": "$ make"},
+        {"role": "user", "content": "Error 2"},
+    ]
+    assert parse_history(history, [parser]) == ([Step("make", "Error 2", 2)], "shell")
+    assert parser.calls({"content": "$ make"}) == [ToolCall("shell", {"cmd": "make"})]
+    assert namespace["app"].state.proxy.config.parsers[0] is not None
+
+
+@pytest.mark.slow
+def test_belief_mode_with_the_embedded_model(tmp_path: Path) -> None:
+    upstream = Upstream(lambda body: {"content": "ok"})
+    with serving(upstream, belief_model="local", trace_dir=tmp_path, timeout_s=60) as (url, app):
+        answer = httpx.post(
+            f"{url}/chat/completions",
+            json={"model": "m", "messages": _loop_history(3)},
+            headers={"X-PoS-Session": "local"},
+            timeout=900,
+        )
+        session = app.state.proxy.store.peek("local")
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "ok"
+    assert session.report.step == 3
+    events, _ = read_trace(tmp_path / "local")
+    kinds = [e.event for e in events]
+    # One belief outcome per step: the initial belief, then a commit or a reject (or, if the
+    # model failed, a degraded step read model-free).
+    assert kinds.count("belief_init") + kinds.count("degraded") >= 1
+    outcomes = sum(kinds.count(k) for k in ("belief_init", "belief_commit", "belief_reject"))
+    assert (
+        outcomes + sum(1 for e in events if isinstance(e, DegradedEvent) and e.role == "belief")
+        == 3
+    )
+    if "belief_init" in kinds:
+        assert session.belief.belief is not None and session.belief.belief.goal.startswith("Find")

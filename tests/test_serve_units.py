@@ -415,3 +415,35 @@ def test_belief_mode_with_the_embedded_model(tmp_path: Path) -> None:
     )
     if "belief_init" in kinds:
         assert session.belief.belief is not None and session.belief.belief.goal.startswith("Find")
+
+
+def test_a_stream_guard_that_fails_relays_the_stream_unchanged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pos_agent.serve.app import Verdict, _StreamGuard
+
+    events = [
+        b'data: {"choices": [{"index": 0, "delta": {"role": "assistant"}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": '
+        b'{"name": "read_file", "arguments": "{}"}}]}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    stream = b"".join(events)
+    guard = _StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
+    calls = 0
+
+    def broken(finish: Any) -> list[bytes]:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(guard, "_settle", broken)
+    out = [piece for cut in range(0, len(stream), 7) for piece in guard.feed(stream[cut : cut + 7])]
+    out += guard.close()
+    assert calls == 1 and b"".join(out) == stream
+    assert "guard bug" in caplog.text
+    # Without the bug, the same guard refuses the call.
+    fresh = _StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
+    refused = b"".join([*fresh.feed(stream), *fresh.close()])
+    assert b"Blocked: read_file {}" in refused and b'"tool_calls": [' not in refused

@@ -444,8 +444,13 @@ class _StreamGuard:
         self._held: list[bytes] = []
         self._calls: dict[int, dict[str, str]] = {}
         self._template: dict[str, Any] | None = None
+        self.failed = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        """What to send on after `chunk`. Fails open: after an error (logged) the guard sends
+        on what it held and, from then on, every chunk as it comes."""
+        if self.failed:
+            return [chunk]
         self._buffer += chunk
         out: list[bytes] = []
         while True:
@@ -453,11 +458,26 @@ class _StreamGuard:
             if cut is None:
                 return out
             event, self._buffer = self._buffer[:cut], self._buffer[cut:]
-            out += self._event(event)
+            try:
+                out += self._event(event)
+            except Exception:
+                return out + self._fail(event)
 
     def close(self) -> list[bytes]:
-        out = self._event(self._buffer) if self._buffer else []
+        if self.failed:
+            return []
+        event, self._buffer = self._buffer, b""
+        try:
+            out = self._event(event) if event else []
+        except Exception:
+            return self._fail(event)
         return out + self._release()
+
+    def _fail(self, event: bytes) -> list[bytes]:
+        log.exception("the block policy failed on a stream; the rest is relayed as it comes")
+        self.failed = True
+        rest, self._buffer = self._buffer, b""
+        return [*self._release(), event, *([rest] if rest else [])]
 
     def _event(self, event: bytes) -> list[bytes]:
         data = _sse_data(event)
@@ -699,16 +719,13 @@ async def _relay(
     """The upstream's body, chunk by chunk as it comes (through the guard when a block stands);
     `raw` keeps any content encoding as the upstream sent it."""
     try:
-        if guard is None:
-            chunks = upstream.aiter_raw() if raw else upstream.aiter_bytes()
-            async for chunk in chunks:
-                yield chunk
-            return
-        async for chunk in upstream.aiter_bytes():
-            for piece in guard.feed(chunk):
+        chunks = upstream.aiter_raw() if raw and guard is None else upstream.aiter_bytes()
+        async for chunk in chunks:
+            for piece in guard.feed(chunk) if guard is not None else (chunk,):
                 yield piece
-        for piece in guard.close():
-            yield piece
+        if guard is not None:
+            for piece in guard.close():
+                yield piece
     except httpx.HTTPError as error:
         log.warning("the upstream stream broke: %s", type(error).__name__)
     finally:

@@ -1,6 +1,6 @@
 """Overhead of `pos serve` per request, excluding the upstream, and memory per idle session.
 
-    python -m pos_agent.perf.serve [--turns 20] [--sessions 1,16,64] [--policy observe]
+    python -m pos_agent.perf.serve [--turns 20] [--sessions 1,16,64] [--policy observe] [--trace]
 
 A local fake upstream (an ASGI app that answers every chat request at once with one tool call)
 and the proxy in front of it each run in a process of their own, served by uvicorn on
@@ -31,8 +31,10 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 TOOL = {
@@ -229,7 +231,7 @@ def idle_session_memory(count: int, turns: int) -> float:
     return (after - before) / count
 
 
-def _serve(role: str, port: int, upstream: str | None, policy: str) -> None:
+def _serve(role: str, port: int, upstream: str | None, policy: str, traces: str | None) -> None:
     import uvicorn
 
     if role == "upstream":
@@ -238,7 +240,9 @@ def _serve(role: str, port: int, upstream: str | None, policy: str) -> None:
         from pos_agent.serve import ServeConfig, create_app
 
         assert upstream is not None
-        app = create_app(ServeConfig(upstream=upstream, policy=policy))  # type: ignore[arg-type]
+        folder = Path(traces) if traces else None
+        config = ServeConfig(upstream=upstream, policy=policy, trace_dir=folder)  # type: ignore[arg-type]
+        app = create_app(config)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -247,22 +251,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=20, help="requests per session")
     parser.add_argument("--sessions", default="1,16,64", help="concurrency levels")
     parser.add_argument("--policy", default="observe", choices=["observe", "nudge", "block"])
+    parser.add_argument(
+        "--trace", action="store_true", help="the proxy writes its traces (to a temp folder)"
+    )
+    parser.add_argument("--trace-dir", help=argparse.SUPPRESS)
     parser.add_argument("--idle", type=int, default=500, help="sessions for the memory figure")
     parser.add_argument("--role", choices=["upstream", "proxy"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role:
-        _serve(args.role, args.port, args.upstream, args.policy)
+        _serve(args.role, args.port, args.upstream, args.policy, args.trace_dir)
         return
+    scratch = tempfile.TemporaryDirectory(prefix="pos-perf-serve-")
+    traces = ["--trace-dir", scratch.name] if args.trace else []
     upstream, upstream_url = _spawn("--role", "upstream")
     proxy, proxy_url = _spawn(
-        "--role", "proxy", "--upstream", f"{upstream_url}/v1", "--policy", args.policy
+        "--role", "proxy", "--upstream", f"{upstream_url}/v1", "--policy", args.policy, *traces
     )
     try:
         print(
             f"serve: fake upstream {upstream_url}, proxy {proxy_url} (policy {args.policy}, "
-            f"model-free, {args.turns} requests a session)",
+            f"model-free, traces {'on' if args.trace else 'off'}, {args.turns} requests a "
+            "session)",
             flush=True,
         )
         for sessions in (int(n) for n in args.sessions.split(",")):
@@ -271,6 +282,7 @@ def main(argv: list[str] | None = None) -> None:
         for process in (proxy, upstream):
             process.terminate()
             process.wait(30)
+        scratch.cleanup()
     per = idle_session_memory(args.idle, args.turns)
     print(
         f"serve: memory per idle session: {per / 1024:.1f} KiB "

@@ -447,3 +447,20 @@ def test_a_stream_guard_that_fails_relays_the_stream_unchanged(
     fresh = _StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
     refused = b"".join([*fresh.feed(stream), *fresh.close()])
     assert b"Blocked: read_file {}" in refused and b'"tool_calls": [' not in refused
+
+
+def test_odd_messages_and_an_unwritable_trace_never_break_a_request(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the traces should go")
+    upstream = Upstream(lambda body: {"content": "ok"})
+    with serving(upstream, trace_dir=blocker) as (url, _):
+        odd = httpx.post(
+            f"{url}/chat/completions", json={"model": "m", "messages": ["just text", 3, None]}
+        )
+        looped = httpx.post(
+            f"{url}/chat/completions", json={"model": "m", "messages": _loop_history(6)}
+        )
+    assert odd.status_code == 200 and upstream.bodies[0]["messages"] == ["just text", 3, None]
+    assert odd.headers["x-pos-error"].startswith("monitor failed")
+    # No trace could be written, and the monitor went on without one.
+    assert looped.status_code == 200 and looped.headers["x-pos-trapped"] == "true"

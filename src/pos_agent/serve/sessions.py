@@ -40,6 +40,9 @@ def session_id(header: str | None, messages: Sequence[Mapping[str, Any]]) -> str
             return safe
     head = []
     for message in messages[: FIRST_MESSAGES + 2]:
+        if not isinstance(message, Mapping):
+            head.append({"other": str(message)})
+            continue
         head.append({"role": message.get("role"), "content": message.get("content")})
         if message.get("role") == "user":
             break

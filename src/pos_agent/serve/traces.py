@@ -12,6 +12,7 @@ the proxy never gives a header to a trace.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +34,8 @@ from pos_agent.trace import redact_record
 
 __all__ = ["SessionTrace", "step_events"]
 
+log = logging.getLogger("pos_agent.serve")
+
 
 class SessionTrace:
     """Appends one session's events to its events.jsonl."""
@@ -42,6 +45,7 @@ class SessionTrace:
         self.path = folder / "events.jsonl"
         self._started = time.monotonic()
         self._opened = False
+        self.broken = False
 
     def emit(self, events: Iterable[Event]) -> None:
         """Write events, one flushed JSON line each (the folder is made on the first write)."""
@@ -51,13 +55,18 @@ class SessionTrace:
             record["v"] = TRACE_VERSION
             record["t"] = round(time.monotonic() - self._started, 4)
             lines.append(json.dumps(redact_record(record), ensure_ascii=False) + "\n")
-        if not lines:
+        if not lines or self.broken:
             return
-        if not self._opened:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._opened = True
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write("".join(lines))
+        try:
+            if not self._opened:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._opened = True
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write("".join(lines))
+        except OSError as error:
+            # A trace that cannot be written never stops the monitor: said once, then off.
+            self.broken = True
+            log.warning("the trace %s cannot be written (%s); it is off", self.path, error)
 
     def start(self, session: str, upstream: str, settings: dict[str, Any]) -> None:
         self.emit(

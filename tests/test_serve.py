@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from pos_agent.bench.view import build_view, write_view
+from pos_agent.events import EpisodeStartEvent
 from pos_agent.monitor import TrapMonitor
 from pos_agent.trace import read_trace
 from test_serve_fakes import (
@@ -281,6 +282,8 @@ def test_each_session_writes_a_trace_pos_view_opens(tmp_path: Path) -> None:
     assert lines.skipped == {}  # every line is an event `pos view` knows
     kinds = [e.event for e in events]
     assert kinds[0] == "episode_start" and kinds[-1] == "episode_end"  # closed at shutdown
+    start = events[0]
+    assert isinstance(start, EpisodeStartEvent) and start.models == {"policy": "fake"}
     assert {"action", "observation", "health", "recovery"} <= set(kinds)
     view = build_view(events, None, lines)
     steps = view["steps"]

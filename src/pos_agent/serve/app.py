@@ -197,7 +197,7 @@ class Proxy:
 
     # -- sessions and the monitor ------------------------------------------------------------------
 
-    def _new_session(self, goal: str) -> Callable[[str], Session]:
+    def _new_session(self, goal: str, model: str | None) -> Callable[[str], Session]:
         def new(key: str) -> Session:
             factory = self.config.monitor_factory
             monitor = (
@@ -206,7 +206,7 @@ class Proxy:
             session = Session(key, monitor)
             if self.config.trace_dir is not None:
                 session.trace = SessionTrace(self.config.trace_dir / key)
-                session.trace.start(key, self.config.upstream, self._settings())
+                session.trace.start(key, self.config.upstream, self._settings(), model)
             if self.belief_model is not None:
                 from pos_agent.serve.belief import BeliefTracker, belief_limits
 
@@ -224,12 +224,16 @@ class Proxy:
             **self.config.settings,
         }
 
-    async def verdict(self, headers: Mapping[str, str], messages: list[Any]) -> Verdict:
-        """Give the history's new steps to the session's monitor; never raises."""
+    async def verdict(
+        self, headers: Mapping[str, str], messages: list[Any], model: object = None
+    ) -> Verdict:
+        """Give the history's new steps to the session's monitor; never raises. `model` is the
+        model the request names (recorded in a new session's trace)."""
         key = session_id(headers.get(SESSION_HEADER), messages)
         try:
             goal = _goal(messages)
-            session = self.store.get(key, self._new_session(goal))
+            named = model if isinstance(model, str) else None
+            session = self.store.get(key, self._new_session(goal, named))
         except Exception:
             log.exception("session %s could not be opened; request forwarded unchanged", key)
             return Verdict(None, key, failed=True)
@@ -625,7 +629,7 @@ def create_app(config: ServeConfig) -> Starlette:
         if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
             return await passthrough(request)
         messages = payload["messages"]
-        verdict = await proxy.verdict(request.headers, messages)
+        verdict = await proxy.verdict(request.headers, messages, payload.get("model"))
         session = proxy.store.peek(verdict.session)
         monitor = session.monitor if session is not None else None
         if config.policy != "observe" and not verdict.failed:

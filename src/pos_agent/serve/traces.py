@@ -68,12 +68,18 @@ class SessionTrace:
             self.broken = True
             log.warning("the trace %s cannot be written (%s); it is off", self.path, error)
 
-    def start(self, session: str, upstream: str, settings: dict[str, Any]) -> None:
+    def start(
+        self, session: str, upstream: str, settings: dict[str, Any], model: str | None = None
+    ) -> None:
+        models = {"policy": model} if model else {}
+        if settings.get("belief_model"):
+            models["belief"] = str(settings["belief_model"])
         self.emit(
             [
                 EpisodeStartEvent(
                     run="serve",
                     spec={"session": session, "upstream": upstream},
+                    models=models,
                     settings=settings,
                 )
             ]

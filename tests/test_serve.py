@@ -64,9 +64,10 @@ def test_observe_leaves_the_loop_alone_but_reports_it(tmp_path: Path) -> None:
     assert all(NUDGE_MARK not in history_text(b["messages"]) for b in upstream.bodies)
 
 
-def test_nudge_takes_the_sdk_loop_out(tmp_path: Path) -> None:
+@pytest.mark.parametrize("health", ["improved", "paper"])
+def test_nudge_takes_the_sdk_loop_out(tmp_path: Path, health: str) -> None:
     upstream = Upstream(loops_until(NUDGE_MARK))
-    with serving(upstream, policy="nudge", trace_dir=tmp_path) as (url, _):
+    with serving(upstream, policy="nudge", health=health, trace_dir=tmp_path) as (url, app):
         headers, messages, text = sdk_loop(url, max_turns=MAX_TURNS)
     assert text == "I will stop repeating myself. Done."
     assert len(headers) < MAX_TURNS
@@ -75,6 +76,7 @@ def test_nudge_takes_the_sdk_loop_out(tmp_path: Path) -> None:
     # The note went to the model, not into the agent's own history.
     assert NUDGE_MARK in history_text(upstream.bodies[-1]["messages"])
     assert NUDGE_MARK not in history_text(messages)
+    assert next(iter(app.state.proxy.store)).monitor.config.diagnosis == health
 
 
 def test_the_note_stays_where_it_was_given_on_later_requests(tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ def test_nudge_takes_the_sdk_loop_out(tmp_path: Path, health: str) -> None:
     upstream = Upstream(loops_until(NUDGE_MARK))
     with serving(upstream, policy="nudge", health=health, trace_dir=tmp_path) as (url, app):
         headers, messages, text = sdk_loop(url, max_turns=MAX_TURNS)
+        diagnosis = app.state.proxy.store.peek("sdk").monitor.config.diagnosis
     assert text == "I will stop repeating myself. Done."
     assert len(headers) < MAX_TURNS
     onset = [h for h in headers if h["x-pos-advice"] == "inject"]
@@ -76,7 +77,7 @@ def test_nudge_takes_the_sdk_loop_out(tmp_path: Path, health: str) -> None:
     # The note went to the model, not into the agent's own history.
     assert NUDGE_MARK in history_text(upstream.bodies[-1]["messages"])
     assert NUDGE_MARK not in history_text(messages)
-    assert next(iter(app.state.proxy.store)).monitor.config.diagnosis == health
+    assert diagnosis == health
 
 
 def test_the_note_stays_where_it_was_given_on_later_requests(tmp_path: Path) -> None:

@@ -79,6 +79,11 @@ def test_smolagents_text_history_with_an_error_step() -> None:
 
 def test_react_text_in_messages_and_in_one_scratchpad() -> None:
     separate = [
+        {
+            "role": "system",
+            "content": "Use this format:\nAction: the action to take, one of [search, lookup]\n"
+            "Action Input: the input to the action\nObservation: the result of the action",
+        },
         {"role": "user", "content": "Question: where is the bug?"},
         {
             "role": "assistant",

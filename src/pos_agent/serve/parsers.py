@@ -205,6 +205,8 @@ class ReActParser:
         found: list[Step] = []
         pending: ToolCall | None = None
         for index, message in enumerate(messages):
+            if message.get("role") == "system":  # the format's own description, not a step
+                continue
             text = message_text(message)
             if "Action" not in text and "Observation" not in text:
                 continue

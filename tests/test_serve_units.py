@@ -469,3 +469,36 @@ def test_odd_messages_and_an_unwritable_trace_never_break_a_request(tmp_path: Pa
     assert odd.headers["x-pos-error"].startswith("monitor failed")
     # No trace could be written, and the monitor went on without one.
     assert looped.status_code == 200 and looped.headers["x-pos-trapped"] == "true"
+
+
+def test_a_growing_history_is_parsed_from_where_the_last_step_ended() -> None:
+    import asyncio
+
+    from pos_agent.serve import ServeConfig, ToolCallsParser
+    from pos_agent.serve.app import Proxy
+
+    class Counting(ToolCallsParser):
+        def __init__(self) -> None:
+            self.seen: list[int] = []
+
+        def steps(self, messages: Sequence[Any]) -> list[Step]:
+            self.seen.append(len(messages))
+            return super().steps(messages)
+
+    parser = Counting()
+    proxy = Proxy(ServeConfig(upstream="http://127.0.0.1:9/v1", parsers=[parser]))
+    direct = TrapMonitor("Find out why app.py fails.")
+    outputs = ["app.py: raise SystemExit(1)"] * 7
+
+    async def grow() -> list[Any]:
+        reports = []
+        for n in range(1, 8):
+            verdict = await proxy.verdict({"x-pos-session": "g"}, _loop_history(n))
+            reports.append(verdict.report)
+        return reports
+
+    reports = asyncio.run(grow())
+    expected = [direct.observe(ToolCall("read_file", '{"path": "app.py"}'), out) for out in outputs]
+    assert [r.to_dict() for r in reports] == [e.to_dict() for e in expected]
+    # The first history whole (3 messages), then only the 2 messages of each new step.
+    assert parser.seen == [3, 2, 2, 2, 2, 2, 2]

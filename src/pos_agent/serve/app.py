@@ -258,7 +258,20 @@ class Proxy:
                         )
                 return Verdict(session.report, key, failed=True)
 
-    async def _observe(self, session: Session, messages: list[Any]) -> Verdict:
+    def _new_steps(self, session: Session, messages: list[Any]) -> list[Step]:
+        """The steps of the history the session has not seen. When the message that ended the
+        last seen step is still where it was, only what follows it is parsed (by the parser
+        that read the session so far); else the whole history is, and a history that no longer
+        holds the last seen step starts the session again."""
+        end = session.last_end
+        if (
+            end is not None
+            and end < len(messages)
+            and messages[end] == session.last_end_message
+            and (parser := self._parser(session.format)) is not None
+        ):
+            tail = parser.steps(messages[end + 1 :])
+            return [replace(step, end=step.end + end + 1) for step in tail]
         steps, format_name = parse_history(messages, self.config.parsers)
         if format_name is not None:
             session.format = format_name
@@ -267,10 +280,16 @@ class Proxy:
             or _step_key(steps[session.steps - 1]) != session.last_step_key
         ):
             self._restart(session)
+        return steps[session.steps :]
+
+    def _parser(self, name: str | None) -> StepParser | None:
+        return next((p for p in self.config.parsers if p.name == name), None)
+
+    async def _observe(self, session: Session, messages: list[Any]) -> Verdict:
+        new = self._new_steps(session, messages)
         events: list[Event] = []
         degraded = False
         monitor = session.monitor
-        new = steps[session.steps :]
         for step in new:
             action = canonical_action(step.action, monitor.normalise).text
             belief = None
@@ -282,6 +301,7 @@ class Proxy:
             session.report = observed
             session.steps += 1
             session.last_step_key = _step_key(step)
+            session.last_end, session.last_end_message = step.end, messages[step.end]
             events += step_events(action, step.observation, observed)
             text = observed.advice.text
             if self.config.policy != "observe" and text:
@@ -320,6 +340,7 @@ class Proxy:
         session.monitor.reset()
         session.steps = 0
         session.last_step_key = None
+        session.last_end = session.last_end_message = None
         session.report = None
         session.notes.clear()
         if session.belief is not None:

@@ -75,6 +75,11 @@ class Session:
     last_step_key: int | None = None
     """A hash of the last step given to the monitor: a history that no longer holds it was
     rewritten (trimmed, or a new run under the same key), and the session starts again."""
+    last_end: int | None = None
+    """Index of the message that ended the last step given to the monitor."""
+    last_end_message: Any = None
+    """That message as it was: while the next history holds it at the same index, only what
+    follows it is parsed."""
     report: MonitorReport | None = None
     notes: list[Note] = field(default_factory=list)
     requests: int = 0

@@ -60,7 +60,9 @@ def _count(body: dict[str, Any], text: str) -> int:
 def test_the_hint_reaches_the_next_step_once_and_ends_the_loop() -> None:
     guard = Guard(goal="read the settings in config.yaml")
     calls: list[str] = []
-    with scripted_chat(same_call("read_file", {"path": "config.yaml"}), final_tool="final_answer") as chat:
+    with scripted_chat(
+        same_call("read_file", {"path": "config.yaml"}), final_tool="final_answer"
+    ) as chat:
         result = _agent(chat.base_url, guard, calls).run("Read the settings in config.yaml.")
     assert chat.hint_at is not None, "the hint never reached the model"
     onset = next(r for r in guard.reports if r.onset)
@@ -79,7 +81,9 @@ def test_the_hint_reaches_the_next_step_once_and_ends_the_loop() -> None:
 def test_a_productive_run_gets_no_hint() -> None:
     guard = Guard(goal="review the project files")
     calls: list[str] = []
-    with scripted_chat(distinct_calls("read_file", "path", list(FILES)), final_tool="final_answer") as chat:
+    with scripted_chat(
+        distinct_calls("read_file", "path", list(FILES)), final_tool="final_answer"
+    ) as chat:
         _agent(chat.base_url, guard, calls).run("Review the project files.")
     assert calls == list(FILES)
     assert chat.hint_at is None

@@ -31,7 +31,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ENV_FLAG", "SPAN_NAME", "disable", "enable", "enabled", "record_verdict"]
+__all__ = [
+    "ENV_FLAG",
+    "SPAN_NAME",
+    "configure",
+    "disable",
+    "enable",
+    "enabled",
+    "record_verdict",
+    "verdict_attributes",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +63,16 @@ _state = _State()
 def enable(tracer_provider: Any = None) -> bool:
     """Emit a span per verdict, through `tracer_provider` (default: the global one). Returns
     whether spans will be emitted (False when opentelemetry is not installed)."""
-    _state.provider = tracer_provider
-    _state.tracer = None
+    configure(tracer_provider)
     _state.enabled = True
     return _tracer() is not None
+
+
+def configure(tracer_provider: Any = None) -> None:
+    """Use `tracer_provider` (None: the global one) for the spans, without turning them on (a
+    `Guard(telemetry=True)` emits through it while telemetry is off for everyone else)."""
+    _state.provider = tracer_provider
+    _state.tracer = None
 
 
 def disable() -> None:

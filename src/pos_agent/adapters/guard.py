@@ -40,7 +40,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class TrapStop(RuntimeError):  # noqa: N818 (it is a stop, not an error of the caller's)
+class TrapStop(RuntimeError):
     """Raised by an adapter that was asked to end the run when the advice says `stop`."""
 
     def __init__(self, report: MonitorReport) -> None:
@@ -231,6 +231,6 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
                 return refusal
             return finish(call, function(*args, **kwargs))
 
-        return run  # type: ignore[return-value]
+        return run
 
     return decorate

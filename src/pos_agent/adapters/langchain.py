@@ -54,7 +54,7 @@ def message_text(result: object) -> str:
     return str(content)
 
 
-class PosMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class PosMiddleware(AgentMiddleware):
     """Feeds a `Guard` each tool call, shows its hint before the next model call, refuses the
     calls a block names, and ends the run on `stop`."""
 

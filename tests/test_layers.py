@@ -169,3 +169,20 @@ def _reach_plain(start: str, plain: set[str]) -> set[str]:
             seen.add(nxt)
             todo.append(nxt)
     return seen
+
+
+def test_the_monitor_imports_without_the_model_layer_or_any_third_party_package() -> None:
+    # The monitor, the belief engine, health and recovery load no pos_agent.llm and no pydantic:
+    # they are what an engineer embeds in any loop (the belief updater and the events need
+    # pydantic; they are not imported here).
+    code = (
+        "import sys; import pos_agent.monitor, pos_agent.belief, pos_agent.health, "
+        "pos_agent.recovery; "
+        "print(sorted(m for m in sys.modules if m.startswith(('pos_agent.llm', 'pydantic', "
+        "'pos_agent.roles'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

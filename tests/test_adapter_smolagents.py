@@ -125,3 +125,18 @@ def test_the_callback_interrupts_the_agent_only_on_stop(kind: str) -> None:
             agent.run("Read config.yaml.")
             assert not guard.stopped
             assert len(calls) == 20
+
+
+def test_a_monitor_that_raises_leaves_the_run_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    guard = Guard(goal="review the project files")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("monitor bug")
+
+    monkeypatch.setattr(guard.monitor, "observe", broken)
+    calls: list[str] = []
+    with scripted_chat(
+        same_call("read_file", {"path": "config.yaml"}), final_tool="final_answer"
+    ) as chat:
+        _agent(chat.base_url, guard, calls).run("Read config.yaml.")  # to its step limit
+    assert len(calls) == 20 and guard.errors >= 20 and chat.hint_at is None  # +1: max steps

@@ -10,6 +10,9 @@ state, so that each adapter is only the glue to its framework:
     note = guard.take_hint()  # None, or the text to put where the model reads it next
     refusal = guard.refusal(next_call)  # None, or the text to answer a blocked call with
 
+The adapters call `feed`, which fails open: a monitor that raises is logged and counted, and
+the agent's call goes on as if no monitor were there.
+
 **Thread safety.** `TrapMonitor` is not thread-safe (its window is plain state). `Guard`
 serialises every call with a lock, so one guard may be fed from the threads a framework runs
 tools in (LangGraph runs parallel tool calls in a thread pool), and `aobserve` is the same call
@@ -84,6 +87,8 @@ class Guard:
         """The latest report (None before the first step)."""
         self.reports: list[MonitorReport] = []
         """Every report of this run, in order."""
+        self.errors = 0
+        """Steps on which the monitor raised (`feed` fails open)."""
 
     def reset(self) -> None:
         """Forget the run: the next step is step 1 of a new one."""
@@ -112,6 +117,23 @@ class Guard:
                 self._hint = HINT_PREFIX + report.advice.text
         self._emit(report, action)
         return report
+
+    def feed(
+        self,
+        action: object,
+        observation: object,
+        belief: Any = None,
+        *,
+        progress: int | bool | None = None,
+    ) -> MonitorReport | None:
+        """`observe` that fails open, as the adapters call it: an error in the monitor is logged
+        and counted (`errors`), and the agent goes on as if no monitor were there (None)."""
+        try:
+            return self.observe(action, observation, belief, progress=progress)
+        except Exception:
+            self.errors += 1
+            log.exception("PoS monitor failed on a step; the agent goes on unwatched")
+            return None
 
     async def aobserve(
         self,
@@ -147,9 +169,14 @@ class Guard:
     def refusal(self, action: object) -> str | None:
         """The text to answer `action` with instead of running it, when the standing advice
         blocks it (compared by canonical key); None when the call may run."""
-        with self._lock:
-            blocked = self.monitor.blocks(action)
-            last = self.last
+        try:
+            with self._lock:
+                blocked = self.monitor.blocks(action)
+                last = self.last
+        except Exception:  # fail open: a monitor bug never refuses a call
+            self.errors += 1
+            log.exception("PoS monitor failed to judge a call; it runs")
+            return None
         if not blocked or last is None:
             return None
         why = last.recovery or "it was tried already without progress"
@@ -203,7 +230,7 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
             return ToolCall(tool, arguments)
 
         def finish(call: ToolCall, result: Any) -> Any:
-            guard.observe(call, result)
+            guard.feed(call, result)
             hint = guard.take_hint()
             if hint is None:
                 return result
@@ -216,7 +243,7 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
                 call = call_of(args, kwargs)
                 refusal = guard.refusal(call)
                 if refusal is not None:
-                    guard.observe(call, refusal)
+                    guard.feed(call, refusal)
                     return refusal
                 return finish(call, await function(*args, **kwargs))
 
@@ -227,7 +254,7 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
             call = call_of(args, kwargs)
             refusal = guard.refusal(call)
             if refusal is not None:
-                guard.observe(call, refusal)
+                guard.feed(call, refusal)
                 return refusal
             return finish(call, function(*args, **kwargs))
 

@@ -73,7 +73,7 @@ class PosMiddleware(AgentMiddleware):
         refusal = self.guard.refusal(call)
         if refusal is None:
             return None
-        self.guard.observe(call, refusal)
+        self.guard.feed(call, refusal)
         return ToolMessage(
             content=refusal,
             tool_call_id=request.tool_call.get("id") or "",
@@ -87,7 +87,7 @@ class PosMiddleware(AgentMiddleware):
         if refused is not None:
             return refused
         result = handler(request)
-        self.guard.observe(call, message_text(result))
+        self.guard.feed(call, message_text(result))
         return result
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -96,7 +96,7 @@ class PosMiddleware(AgentMiddleware):
         if refused is not None:
             return refused
         result = await handler(request)
-        await self.guard.aobserve(call, message_text(result))
+        self.guard.feed(call, message_text(result))
         return result
 
     # -- the hint ----------------------------------------------------------------------------------

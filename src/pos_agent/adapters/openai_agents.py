@@ -66,8 +66,8 @@ class PosRunHooks(RunHooks[Any]):
     ) -> None:
         name = getattr(context, "tool_name", None) or getattr(tool, "name", None) or "tool"
         arguments = getattr(context, "tool_arguments", "") or ""
-        report = await self.guard.aobserve(ToolCall(str(name), arguments), result)
-        if self.raise_on_stop and report.advice.kind == "stop":
+        report = self.guard.feed(ToolCall(str(name), arguments), result)
+        if self.raise_on_stop and report is not None and report.advice.kind == "stop":
             raise AgentsTrapStop(report)
 
 
@@ -110,7 +110,7 @@ def guard_tool(guard: Guard, tool: FunctionTool) -> FunctionTool:
         refusal = guard.refusal(call)
         if refusal is None:
             return ToolGuardrailFunctionOutput.allow()
-        guard.observe(call, refusal)
+        guard.feed(call, refusal)
         return ToolGuardrailFunctionOutput.reject_content(refusal)
 
     guarded = copy.copy(tool)

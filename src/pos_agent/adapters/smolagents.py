@@ -82,7 +82,7 @@ class StepMonitor:
         observation = memory_step.observations
         if observation is None and memory_step.error is not None:
             observation = f"Error: {memory_step.error}"
-        self.guard.observe(step_action(memory_step), observation or "")
+        self.guard.feed(step_action(memory_step), observation or "")
         hint = self.guard.take_hint()
         if hint is not None:
             before = memory_step.observations

@@ -61,9 +61,18 @@ def serve(
     ] = "info",
 ) -> None:
     """Serve the OpenAI-compatible proxy: point your agent's base_url at it."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from pos_agent.serve import ServeConfig, create_app, default_trace_dir
+        from pos_agent.serve import ServeConfig, create_app, default_trace_dir
+    except ModuleNotFoundError as error:  # the `serve` extra is not installed
+        from pos_agent.cli import missing_extra_message
+
+        missing = (error.name or "").partition(".")[0]
+        if not missing or missing == "pos_agent":
+            raise
+        typer.echo(missing_extra_message(missing), err=True)
+        raise typer.Exit(2) from None
 
     if health not in ("improved", "paper"):
         raise typer.BadParameter("must be improved or paper", param_hint="--health")

@@ -1,11 +1,10 @@
 """Belief mode: a PoS belief per session, kept from the tool outputs the proxy sees.
 
 The belief model (any `--model` spec) writes the initial belief from the goal and the first
-tool output (`prompts.belief_init`), then one patch per step (`prompts.belief_update`), with the
-PoS agent's prompts and patch schema. The patch is applied with the structural checks on
-(`apply_patch_detailed`), and the candidate is validated by the sentinel's rules
-(`check_rules`): a candidate with findings is rejected and the previous belief kept, as the PoS
-agent does when its revision fails. The proxy does not run the sentinel's LLM audit (that needs
+tool output, then one patch per step, with the public updater (`pos_agent.updater`: the PoS
+agent's prompts and patch schema). Each patch goes through `apply_update`: `apply_patch` with
+its structural checks, then the sentinel's rules; a candidate with findings is rejected and the
+previous belief kept, as the PoS agent does when its revision fails. The proxy does not run the sentinel's LLM audit (that needs
 the environment's admissible actions and a second model call per step).
 
 A belief-model call that fails returns None: the monitor reads that step model-free, and the
@@ -17,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pos_agent.agents.pos import prompts
-from pos_agent.agents.pos.schemas import patch_schema
 from pos_agent.belief import Belief, apply_patch_detailed, render_belief, with_first_gap
 from pos_agent.events import (
     BeliefCommitEvent,
@@ -30,8 +27,7 @@ from pos_agent.events import (
 )
 from pos_agent.llm import Message, Model
 from pos_agent.roles.limits import RoleLimits, paper_generation_tokens, role_limits
-from pos_agent.roles.transition import Transition
-from pos_agent.sentinel import check_rules
+from pos_agent.updater import apply_update, init_messages, patch_schema, update_messages
 
 __all__ = ["BeliefTracker", "belief_limits"]
 
@@ -101,7 +97,7 @@ class BeliefTracker:
         return [op.model_dump(exclude_none=True) for op in getattr(parsed, "ops", [])]
 
     def _initialize(self, step: int, observation: str) -> tuple[Belief | None, list[Event]]:
-        ops = self._patch(prompts.belief_init(self.goal, observation), initial=True, purpose="init")
+        ops = self._patch(init_messages(self.goal, observation), initial=True, purpose="init")
         outcome = apply_patch_detailed(Belief(goal=self.goal, step=step), ops)
         belief = with_first_gap(outcome.belief, "achievement")
         self.belief = belief
@@ -117,35 +113,29 @@ class BeliefTracker:
         self, step: int, action: str, observation: str
     ) -> tuple[Belief | None, list[Event]]:
         assert self.belief is not None
-        base = self.belief.at_step(step)
-        rendered = render_belief(self.belief, max_entities=self.limits.render_entities)
-        transition = Transition(step, action, observation)
-        ops = self._patch(
-            prompts.belief_update(rendered, transition), initial=False, purpose="update"
+        messages = update_messages(
+            self.belief, step, action, observation, max_entities=self.limits.render_entities
         )
-        candidate = apply_patch_detailed(base, ops)
+        ops = self._patch(messages, initial=False, purpose="update")
+        update = apply_update(self.belief, {"ops": ops}, step=step, observations=self.observations)
         events: list[Event] = [
             BeliefPatchEvent(
                 step=step,
                 ops=ops,
-                applied=candidate.applied,
-                rejected=[r.to_dict() for r in candidate.rejected],
-                changed=sorted(candidate.changed),
+                rejected=[r.to_dict() for r in update.rejected],
+                changed=sorted(update.changed),
             )
         ]
-        findings = check_rules(
-            candidate.belief, self.observations, patch=ops, changed=candidate.changed
-        )
-        if findings:
+        if update.findings:
             events.append(
                 BeliefRejectEvent(
                     step=step,
-                    findings=[f.reason for f in findings],
+                    findings=[f.reason for f in update.findings],
                     reason="the sentinel's rules rejected the patch; previous belief kept",
                 )
             )
-            self.belief = base
+            self.belief = self.belief.at_step(step)
         else:
             events.append(BeliefCommitEvent(step=step))
-            self.belief = candidate.belief
+            self.belief = update.belief
         return self.belief, events

@@ -243,10 +243,16 @@ def connected(address: str | None) -> Any:
     else:
         kwargs = {"address": address}
     reaper = _start_reaper() if address is None else None
+    environment = dict(os.environ)  # ray.init sets variables of its own: put back after
     try:
+        main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if main else None
         try:
             with _environment(variables):
                 ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
+            if main:
+                # ray.init makes SIGTERM a plain sys.exit; it takes Ctrl-C's path (signals.py)
+                signal.signal(signal.SIGTERM, sigterm)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = address or "a Ray started for this run"
             raise RayUnavailableError(f"cannot use {where}: {exc}") from None
@@ -257,6 +263,9 @@ def connected(address: str | None) -> Any:
     finally:
         if reaper is not None:
             _stop_reaper(reaper)
+        for name in set(os.environ) - set(environment):
+            os.environ.pop(name, None)
+        os.environ.update(environment)
 
 
 def _start_reaper() -> subprocess.Popen[bytes] | None:

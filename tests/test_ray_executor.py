@@ -173,11 +173,14 @@ def outcomes(run_dir: Path) -> dict[str, tuple[Any, ...]]:
 def test_a_ray_started_for_the_run_plays_as_the_local_executor_and_stops(tmp_path: Path) -> None:
     specs = load_suite(write_suite(tmp_path)).cases(["raw", "expert"], "scripted")
     timeline = Timeline()
+    sigchld = signal.getsignal(signal.SIGCHLD)
     ray_results = run_bench(
         specs,
         BenchConfig(run_dir=tmp_path / "ray", executor="ray", max_concurrency=2, timeline=timeline),
     )
     assert not children_named(("raylet", "gcs_server", "_CaseRunner")), "Ray was left running"
+    # Ray ignores SIGCHLD while it runs; left so, later children's exit codes read as 0
+    assert signal.getsignal(signal.SIGCHLD) == sigchld
     local_results = run_bench(specs, BenchConfig(run_dir=tmp_path / "local"))
     assert len(ray_results) == len(local_results) == 8
     assert outcomes(tmp_path / "ray") == outcomes(tmp_path / "local")

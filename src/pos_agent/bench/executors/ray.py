@@ -247,6 +247,7 @@ def connected(address: str | None) -> Any:
     try:
         main = threading.current_thread() is threading.main_thread()
         sigterm = signal.getsignal(signal.SIGTERM) if main else None
+        sigchld = signal.getsignal(signal.SIGCHLD) if main else None
         try:
             with _environment(variables):
                 ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
@@ -260,6 +261,10 @@ def connected(address: str | None) -> Any:
             yield ray
         finally:
             ray.shutdown()
+            if main and sigchld is not None:
+                # A Ray started here ignores SIGCHLD, which would also hide the exit status
+                # of every later child of this process (and of this process's own children).
+                signal.signal(signal.SIGCHLD, sigchld)
     finally:
         if reaper is not None:
             _stop_reaper(reaper)

@@ -610,7 +610,7 @@ def test_raw_cuts_the_oldest_turns_only_to_fit_the_context_window(tmp_path: Any)
     assert episode.context_cuts == len(cuts) >= 1
     last = script.of("policy")[-1].user
     assert "END-OF-STEP-5" in last and "END-OF-STEP-1" not in last
-    assert f"The {cuts[-1].dropped} oldest turns are left out" in last
+    assert f"The {cuts[-1].dropped} oldest history entries are left out" in last
     assert len(last) // 3 + 64 <= 3000 - 512, "the estimate fits the window with the answer"
 
 

@@ -212,12 +212,13 @@ class DegradedEvent(Event):
 
 
 class ContextCutEvent(Event):
-    """The raw trajectory was cut to fit the model's context window (oldest turns first)."""
+    """A history-based method's policy prompt was cut to fit the model's context window
+    (`--context-window`; its oldest history units first, `agents/fit.py`)."""
 
     event: Literal["context_cut"] = "context_cut"
     role: str = "policy"
-    kept: int = Field(description="History turns kept.")
-    dropped: int = Field(description="Oldest history turns left out.")
+    kept: int = Field(description="History units (turns, summaries, chunks) kept.")
+    dropped: int = Field(description="Oldest history units left out.")
     context_window: int = Field(description="The window the prompt had to fit, in tokens.")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pos_agent.agents.fit import cut_note
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import actions_block, clip, goal_and_start, tools_block
 from pos_agent.roles.transition import Transition, render_transitions
@@ -49,12 +50,7 @@ def raw_policy(
     the shared turn scaffolding."""
     turns = render_transitions(history)
     step = history[-1].step if history else dropped
-    cut = (
-        f"\n(The {dropped} oldest turns are left out: the history no longer fits the model's "
-        "context window.)"
-        if dropped
-        else ""
-    )
+    cut = f"\n{cut_note(dropped)}" if dropped else ""
     user = (
         "\n\n".join(goal_and_start(goal, first_observation))
         + "\n"
@@ -84,11 +80,14 @@ def context_policy(
     lookup_hint: str = "",
     lookups: Sequence[str] = (),
     action_limit: int | None = None,
+    dropped: int = 0,
 ) -> list[Message]:
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
     ends with the latest observation), the lookups made at this step, the actions."""
     system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
     parts = goal_and_start(goal, first_observation)
+    if dropped:
+        parts.append(cut_note(dropped))
     if memory.strip():
         parts.append(memory.strip())
     parts.append(position_line(step))

@@ -309,6 +309,7 @@ class OpenAICompatibleBackend:
             prompt_bytes=sum(_utf8_size(m.content) for m in request.messages),
             max_tokens=request.max_tokens,
             reply_bytes=_utf8_size(text),
+            timings=body.get("timings"),
         )
         return RawReply(
             text,

@@ -1,7 +1,14 @@
 """The PoS agent's prompts: belief initialization, update and revision, and the policy.
 
-Prompts carry the belief, never the transcript. The stable parts come first so that llama.cpp
-can reuse the KV prefix across calls. Observations reach the belief model and the policy whole.
+Prompts carry the belief, never the transcript. Observations reach the belief model and the
+policy whole.
+
+Cache-aware layout (the rule every method follows, `roles/prompts.py`): the roles of one step
+share one prefix, byte for byte: the shared system text (`SHARED_SYSTEM`), then the task and
+the rendered B_t (`belief_head`, the belief opens with the goal); each role's own instructions
+come after it, then what changes within the step (the action, the observation, the patch, the
+findings, the actions). What each role is told is the same as before; only the order changed:
+the role's instructions moved from the system message to just after the belief.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import actions_block, clip, goal_and_start
+from pos_agent.roles.prompts import SHARED_SYSTEM, actions_block, clip, goal_and_start, tools_block
 from pos_agent.roles.transition import Transition
 
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
@@ -40,8 +47,20 @@ or lower that confidence as each finding arrives, and keep an epistemic gap for 
 the candidates apart."""
 
 
-def belief_system(diagnostic: bool) -> str:
-    return BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
+def belief_system(diagnostic: bool, note: str = "") -> str:
+    """The belief model's instructions (the diagnosis note on diagnosis tasks; the profile's
+    `patch_note` after them)."""
+    text = BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
+    return f"{text} {note}" if note else text
+
+
+def belief_head(belief_text: str) -> str:
+    """The prefix every role of a step shares after the system text: the task and B_t."""
+    return f"Current belief:\n{belief_text}"
+
+
+def _messages(*parts: str) -> list[Message]:
+    return [Message("system", SHARED_SYSTEM), Message("user", "\n\n".join(p for p in parts if p))]
 
 
 POLICY_SYSTEM = """You are an agent acting in an environment to reach a goal.
@@ -50,24 +69,28 @@ gap you are working on. Pick one action that makes progress on the active gap.
 If a RECOVERY note is shown, follow it: you are stuck and must change what you do."""
 
 
-def belief_init(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
-    user = (
-        "\n\n".join(goal_and_start(goal, observation, "Observation at step 0:")) + "\n\n"
+def belief_init(
+    goal: str, observation: str, *, diagnostic: bool = False, note: str = ""
+) -> list[Message]:
+    return _messages(
+        "\n\n".join(goal_and_start(goal, observation, "Observation at step 0:")),
+        belief_system(diagnostic, note),
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
-        "and activate the gap to work on first."
+        "and activate the gap to work on first.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
-def belief_update(belief_text: str, step: Transition, *, diagnostic: bool = False) -> list[Message]:
-    user = (
-        f"Current belief:\n{belief_text}\n\n"
+def belief_update(
+    belief_text: str, step: Transition, *, diagnostic: bool = False, note: str = ""
+) -> list[Message]:
+    return _messages(
+        belief_head(belief_text),
+        belief_system(diagnostic, note),
         f"Action at step {step.step - 1}: {step.action}\n"
-        f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
-        "Return the patch that brings the belief up to date with this observation."
+        f"Observation at step {step.step}:\n{step.observation.strip()}",
+        "Return the patch that brings the belief up to date with this observation.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
 def belief_revision(
@@ -78,12 +101,13 @@ def belief_revision(
     evidence: str,
     *,
     diagnostic: bool = False,
+    note: str = "",
 ) -> list[Message]:
     user = (
-        f"Current belief (before your patch):\n{belief_text}\n\n"
         f"Action at step {step.step - 1}: {step.action}\n"
         f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
-        f"Your patch:\n{json.dumps(patch, ensure_ascii=False)}\n\n"
+        "Your patch (against the current belief above, before it):\n"
+        f"{json.dumps(patch, ensure_ascii=False)}\n\n"
         "Problems found in it:\n"
         + "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
         + (f"\n\nEvidence:\n{evidence}" if evidence else "")
@@ -92,18 +116,19 @@ def belief_revision(
         'be wrong may be answered instead: add to "answers" its number, the step whose '
         "observation shows you are right and an exact quote from it, and keep the op."
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
+    return _messages(belief_head(belief_text), belief_system(diagnostic, note), user)
 
 
 def global_revision(
-    belief_text: str, findings: Sequence[str], *, diagnostic: bool = False
+    belief_text: str, findings: Sequence[str], *, diagnostic: bool = False, note: str = ""
 ) -> list[Message]:
-    user = (
-        f"Current belief:\n{belief_text}\n\nA full audit found these problems:\n"
+    return _messages(
+        belief_head(belief_text),
+        belief_system(diagnostic, note),
+        "A full audit found these problems:\n"
         + "\n".join(f"- {f}" for f in findings)
-        + "\n\nReturn the patch that fixes them."
+        + "\n\nReturn the patch that fixes them.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
 def policy(
@@ -120,7 +145,10 @@ def policy(
 ) -> list[Message]:
     # The belief opens with the goal; the prompt names it only when the belief does not.
     parts = [] if belief_text.startswith(f"Goal: {goal}") else [f"Goal: {goal}"]
-    parts.append(f"Belief:\n{belief_text}")
+    parts.append(belief_head(belief_text))
+    parts.append(POLICY_SYSTEM)
+    if tools:  # stable all episode: before what changes (the recovery note, the observation)
+        parts.append(tools_block(tools, max_calls))
     if recovery:
         parts.append(recovery)
     seen = observation.observation.strip()
@@ -133,5 +161,6 @@ def policy(
             else clip(seen, observation_chars)
         )
     )
-    parts.append(actions_block(actions, tools, max_calls, limit=action_limit))
-    return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]
+    if not tools:
+        parts.append(actions_block(actions, None, max_calls, limit=action_limit))
+    return _messages(*parts)

@@ -875,6 +875,7 @@ def test_no_consistency_judges_progress_on_the_same_inputs_as_full_pos(tmp_path:
     full, ablated = Script(update=_moving_mug), Script(update=_moving_mug)
     run(full, tmp_path / "pos", env=KitchenEnv(max_steps=6))
     run(ablated, tmp_path / "cv", env=KitchenEnv(max_steps=6), variant="no_consistency")
+
     # What each reads after its own instructions (the records and transitions).
     def view(text: str) -> str:
         return text[text.index("Changed records") :]

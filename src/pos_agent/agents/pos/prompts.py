@@ -143,12 +143,13 @@ def policy(
     observation_chars: int | None = None,
     action_limit: int | None = None,
 ) -> list[Message]:
-    # The belief opens with the goal; the prompt names it only when the belief does not.
-    parts = [] if belief_text.startswith(f"Goal: {goal}") else [f"Goal: {goal}"]
+    # Tool schemas are the same all episode: first, as in every method's prompt. The belief
+    # opens with the goal; the prompt names it only when the belief does not.
+    parts = [tools_block(tools, max_calls)] if tools else []
+    if not belief_text.startswith(f"Goal: {goal}"):
+        parts.append(f"Goal: {goal}")
     parts.append(belief_head(belief_text))
     parts.append(POLICY_SYSTEM)
-    if tools:  # stable all episode: before what changes (the recovery note, the observation)
-        parts.append(tools_block(tools, max_calls))
     if recovery:
         parts.append(recovery)
     seen = observation.observation.strip()

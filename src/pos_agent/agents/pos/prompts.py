@@ -7,8 +7,10 @@ Cache-aware layout (the rule every method follows, `roles/prompts.py`): the role
 share one prefix, byte for byte: the shared system text (`SHARED_SYSTEM`), then the task and
 the rendered B_t (`belief_head`, the belief opens with the goal); each role's own instructions
 come after it, then what changes within the step (the action, the observation, the patch, the
-findings, the actions). What each role is told is the same as before; only the order changed:
-the role's instructions moved from the system message to just after the belief.
+findings, the actions). On tool environments the policy's tool schemas, the same all episode,
+come first in its prompt, as in every method's. What each role is told is the same as before;
+only the order changed: the role's instructions moved from the system message to just after the
+belief, and one shared system text opens every role's prompt.
 """
 
 from __future__ import annotations

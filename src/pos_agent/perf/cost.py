@@ -42,7 +42,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from pos_agent.llm import CallWrapper, Completion, Model, Request, ScriptedModel
 from pos_agent.llm.backend import GenerationRequest
 from pos_agent.perf.baselines import Backbone, Probe, Recording, ReplayEnv, record
 from pos_agent.perf.prompt_growth import ScriptedRoles
-from pos_agent.roles.limits import role_limits
+from pos_agent.roles.limits import AgentLimits, ProfileName, role_limits
 
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")
 AGENT_OF = {"lh": "lh_harness"}
@@ -205,20 +205,30 @@ def record_loca(steps: int) -> Recording | str:
         return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def play(method: str, env: Environment, model: Model, *, suite: str, budget: int) -> None:
+def play(
+    method: str,
+    env: Environment,
+    model: Model,
+    *,
+    suite: str,
+    budget: int,
+    profile: ProfileName | None = None,
+) -> None:
     """One episode of `method` as `pos run` builds it (the suite's parameters)."""
     agent_name = AGENT_OF.get(method, method)
     kind = AGENT_METHODS[agent_name].kind
-    limits = role_limits("policy", model=model.spec, generation_tokens=budget)
+    limits = role_limits("policy", model=model.spec, generation_tokens=budget, profile=profile)
     ledger = TokenLedger()
     if kind == "raw":
         RawAgent(model, ledger=ledger, limits=limits).run(env)
     elif kind == "pos":
         config = PosConfig()
+        if profile is not None:
+            config = PosConfig(limits=AgentLimits.of_profile(profile, budget))
         extra = load_suite(suite).methods.get("pos")
         every = getattr(extra, "global_audit_every", None) if extra is not None else None
         if every:
-            config = PosConfig(global_audit_every=every)
+            config = replace(config, global_audit_every=every)
         PosAgent(RoleModels.single(model), config, ledger=ledger).run(env)
     else:
         method_options = load_suite(suite).methods.get(agent_name)
@@ -294,12 +304,18 @@ def server_run(steps: int) -> list[str]:
                     if process.poll() is not None or time.monotonic() > deadline:
                         return [f"server did not start: {log.read_text(errors='replace')[-500:]}"]
                     time.sleep(0.5)
-            model = load_model("openai:smollm", ModelOptions(base_url=url, api_key="local"))
+            options = ModelOptions(base_url=url, api_key="local", timeout_s=900, max_retries=1)
+            model = load_model("openai:smollm", options)
             for method in ("raw", "pos"):
                 before = len(_PREFIX_HIT.findall(log.read_text(errors="replace")))
                 calls = Calls(model, spec="openai:smollm")
-                with make_env("alfworld-mini", "heat-mug", max_steps=steps) as env:
-                    play(method, env, calls, suite="alfworld-mini", budget=512)
+                # The embedded model's profile and budget (what `--model local` runs with).
+                try:
+                    with make_env("alfworld-mini", "heat-mug", max_steps=steps) as env:
+                        play(method, env, calls, suite="alfworld-mini", budget=128,
+                             profile="compact")  # fmt: skip
+                except Exception as exc:
+                    lines.append(f"{method:>8} stopped: {type(exc).__name__}: {exc}"[:300])
                 hits = [int(h) for h in _PREFIX_HIT.findall(log.read_text(errors="replace"))]
                 server = sum(hits[before:])
                 estimate = sum(cached_tokens(calls.calls, "llamacpp"))

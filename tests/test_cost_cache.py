@@ -4,6 +4,7 @@ and where they report nothing an estimate under a named provider rule, marked as
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,17 @@ def test_the_call_event_carries_the_cache_counts(tmp_path: Path) -> None:
     assert [c.cache_source for c in calls] == ["estimated:openai"] * 2
     assert calls[0].cached_tokens == 0 and calls[1].cached_tokens >= 1024
     assert calls[1].cached_tokens % 128 == 0
+
+
+def test_perf_cost_ends_with_the_two_lines_the_issue_asks_for(capsys: Any) -> None:
+    from pos_agent.perf import cost
+
+    cost.main(["--steps", "6", "--episodes", "alfworld", "--methods", "raw,pos"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2].startswith("billed pos/raw at 0.5x cached: alfworld=")
+    assert lines[-1].startswith("billed pos/raw at 0.1x cached: alfworld=")
+    assert lines[-1].endswith("rca=- loca=-"), "episodes not run are shown as '-'"
+    ratio = float(lines[-2].split("alfworld=")[1].split()[0])
+    assert ratio > 0
+    table = next(i for i, line in enumerate(lines) if line.strip().startswith("method"))
+    assert "openai %" in lines[table] and "llamacpp %" in lines[table]

@@ -18,7 +18,15 @@ from pos_agent.agents.pos import prompts as pos_prompts
 from pos_agent.agents.raw import RawAgent
 from pos_agent.cost import shared_prefix
 from pos_agent.envs import Environment, make_env
-from pos_agent.llm import CallWrapper, Completion, Message, Model, Request, ScriptedModel
+from pos_agent.llm import (
+    CallWrapper,
+    Completion,
+    Message,
+    Model,
+    Request,
+    ScriptedModel,
+    TokenLedger,
+)
 from pos_agent.roles.limits import role_limits
 from pos_agent.roles.prompts import SHARED_SYSTEM
 from pos_agent.sentinel import prompts as sentinel_prompts
@@ -47,7 +55,7 @@ def play(method: str, env: Environment, model: Sent) -> None:
         return
     settings = resolve_settings(env.name, method, {}, generation_tokens=512)
     agent, _ = build_baseline(
-        method, model, settings, limits=limits, ledger=None, trace=None, on_step=None,
+        method, model, settings, limits=limits, ledger=TokenLedger(), trace=None, on_step=None,
         temperature=0.0,
     )  # fmt: skip
     agent.run(env)

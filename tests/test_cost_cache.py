@@ -105,6 +105,10 @@ def test_llamacpp_keeps_only_the_last_prompt() -> None:
     cache.estimate("x" * 100 + "first", 105)
     cache.estimate("y" * 100, 100)
     assert cache.estimate("x" * 100 + "again", 105).cached_tokens == 0
+    ram = PrefixCache(cache_rule("llamacpp-ram"))  # `--cache`: earlier prompts' states too
+    ram.estimate("x" * 100 + "first", 105)
+    ram.estimate("y" * 100, 100)
+    assert ram.estimate("x" * 100 + "again", 105).cached_tokens == 100
 
 
 def test_anthropic_caches_only_at_breakpoints() -> None:

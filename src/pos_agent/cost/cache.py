@@ -13,6 +13,7 @@ changed in a price table, `cost/prices.py`):
     dashscope-explicit   breakpoints as Anthropic's, blocks of at least 1,024 tokens; hits at
                          10%, creation at 125%
     llamacpp             the server keeps the last prompt's KV state: any shared prefix is reused
+    llamacpp-ram         llama-cpp-python's server with `--cache`: states of earlier prompts too
     none                 nothing is cached
 
 The estimate (`PrefixCache`) is by tokens: the characters a prompt shares with the longest
@@ -69,6 +70,7 @@ CACHE_RULES: dict[str, CacheRule] = {
         CacheRule("dashscope", min_tokens=256),
         CacheRule("dashscope-explicit", min_tokens=1024, breakpoints=True),
         CacheRule("llamacpp", last_prompt_only=True),
+        CacheRule("llamacpp-ram"),
         CacheRule("none", enabled=False),
     )
 }

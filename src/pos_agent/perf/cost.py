@@ -23,7 +23,9 @@ cached ones at the cached price (a fraction of the input price) + completion tok
 input price). With `--server` the alfworld episode of raw and pos is run once more, shorter,
 against llama-cpp-python's OpenAI-compatible server (the embedded SmolLM2 model, prompt cache
 on), and the prompt tokens the server itself reported reusing (its log's "prefix-match hit")
-are printed next to the estimate under the llamacpp rule.
+are printed next to the estimates under the llamacpp rule (the last prompt's state only) and
+the llamacpp-ram rule (`--cache`: the states of earlier prompts too). The server also counts
+the repair turns and chat-template tokens the estimate does not see.
 
 The last two lines, under OpenAI's rule:
 `billed pos/raw at 0.5x cached: alfworld=<a> rca=<b> loca=<c>` and the same at 0.1x.
@@ -318,12 +320,15 @@ def server_run(steps: int) -> list[str]:
                     lines.append(f"{method:>8} stopped: {type(exc).__name__}: {exc}"[:300])
                 hits = [int(h) for h in _PREFIX_HIT.findall(log.read_text(errors="replace"))]
                 server = sum(hits[before:])
-                estimate = sum(cached_tokens(calls.calls, "llamacpp"))
+                last = sum(cached_tokens(calls.calls, "llamacpp"))
+                ram = sum(cached_tokens(calls.calls, "llamacpp-ram"))
                 prompt = sum(c.prompt_tokens for c in calls.calls)
-                gap = f"{100 * (estimate - server) / server:+.1f}%" if server else "n/a"
+                gaps = [
+                    f"{100 * (e - server) / server:+.1f}%" if server else "n/a" for e in (last, ram)
+                ]
                 lines.append(
-                    f"{method:>8} {len(calls.calls):>6} {prompt:>10} {server:>14} {estimate:>10} "
-                    f"{gap:>9}"
+                    f"{method:>8} {len(calls.calls):>6} {prompt:>10} {server:>14} {last:>10} "
+                    f"{gaps[0]:>9} {ram:>10} {gaps[1]:>9}"
                 )
         finally:
             process.terminate()
@@ -405,8 +410,8 @@ def main(argv: list[str] | None = None) -> None:
             "(prompt tokens the server reports reusing vs the llamacpp estimate)"
         )
         print(
-            f"{'method':>8} {'calls':>6} {'prompt':>10} {'server cached':>14} {'estimate':>10} "
-            f"{'est-srv':>9}"
+            f"{'method':>8} {'calls':>6} {'prompt':>10} {'server cached':>14} {'last only':>10} "
+            f"{'est-srv':>9} {'ram cache':>10} {'est-srv':>9}"
         )
         for line in server_run(args.server_steps):
             print(line)

@@ -113,14 +113,64 @@ class _Reader:
         self.tolerance = config.change_tolerance
         self._readings: dict[int, TransitionReading] = {}
         self._seen_before: list[frozenset[str]] | None = None
+        self._marked: frozenset[int] | None = None
 
     def __call__(self, i: int) -> TransitionReading:
         """The reading of the transition into step i (i >= 1)."""
         reading = self._readings.get(i)
         if reading is None:
             reading = self._read(i)
+            if reading.kind != "drift" and i in self._same_failure():
+                reading = replace(reading, kind="drift")
             self._readings[i] = reading
         return reading
+
+    def _same_failure(self) -> frozenset[int]:
+        """The transitions of varied attempts that failed as before. A *varied attempt* is
+        the stretch from a step whose output reported a failure to the next step reporting the
+        same failure, when some call in it was never made before, no label of progress was
+        given in it and its last step brought nothing (nothing first-seen, no declared poll).
+        Once two
+        consecutive stretches of one failure are varied attempts, their transitions that
+        brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first
+        round of a cycle of calls also starts with calls never made before.)"""
+        marked = self._marked
+        if marked is not None:
+            return marked
+        steps = self.steps
+        found: set[int] = set()
+        last: dict[str, int] = {}
+        varied: dict[str, int] = {}
+        """Per failure: where its latest varied attempt started."""
+        for i, step in enumerate(steps):
+            failure = step.failure
+            if failure is None:
+                continue
+            j = last.get(failure)
+            last[failure] = i
+            if j is None:
+                continue
+            stretch = range(j + 1, i + 1)
+            attempt = (
+                self._unproductive(i)
+                and any(not steps[k].action_seen for k in stretch)
+                and not any(steps[k].labelled and steps[k].progress == 1 for k in stretch)
+            )
+            if not attempt:
+                varied.pop(failure, None)
+                continue
+            start = varied.get(failure)
+            varied[failure] = j + 1
+            if start is not None:
+                found.update(k for k in range(start, i + 1) if self._unproductive(k))
+        self._marked = frozenset(found)
+        return self._marked
+
+    def _unproductive(self, k: int) -> bool:
+        step = self.steps[k]
+        if step.expected or (step.labelled and step.progress == 1):
+            return False
+        return self._novel(k) == 0
 
     def _novel(self, i: int) -> int:
         step = self.steps[i]

@@ -169,3 +169,12 @@ def test_an_alternation_with_a_failing_call_stays_a_cycle() -> None:
         reports.append(monitor.observe(call("run_tests"), pytest_output()))
     onset = next(r for r in reports if r.onset)
     assert onset.pattern == "cycle"
+
+
+def test_a_plural_of_a_word_seen_is_not_a_first_seen_thing() -> None:
+    """`1 warning` then `2 warnings`: the plural is no new thing, so a failing run that only
+    says `warnings` for the first time brings nothing."""
+    monitor = TrapMonitor(goal="make the tests pass")
+    first = monitor.observe(call("run_tests"), "1 failed, 1 warning in 0.2s")
+    again = monitor.observe(call("run_tests", args="-x"), "1 failed, 2 warnings in 0.3s")
+    assert first.novel > 0 and again.novel == 0

@@ -128,8 +128,8 @@ class _Reader:
     def _same_failure(self) -> frozenset[int]:
         """The transitions of varied attempts that failed as before. A *varied attempt* is
         the stretch from a step whose output reported a failure to the next step reporting the
-        same failure, when some call in it was never made before, no label of progress was
-        given in it and its last step brought nothing (nothing first-seen, no declared poll).
+        same failure, when some call made after the last progress given in it was never made
+        before, and its last step brought nothing (nothing first-seen, no declared poll).
         Once two
         consecutive stretches of one failure are varied attempts, their transitions that
         brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first
@@ -150,11 +150,11 @@ class _Reader:
             last[failure] = i
             if j is None:
                 continue
-            stretch = range(j + 1, i + 1)
-            attempt = (
-                self._unproductive(i)
-                and any(not steps[k].action_seen for k in stretch)
-                and not any(steps[k].labelled and steps[k].progress == 1 for k in stretch)
+            # The attempt is what came after the last progress given in the stretch (what was
+            # read to decide on it is not part of it); it holds a call never made before.
+            after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
+            attempt = self._unproductive(i) and any(
+                not steps[k].action_seen for k in range(after + 1, i + 1)
             )
             if not attempt:
                 varied.pop(failure, None)
@@ -168,7 +168,7 @@ class _Reader:
 
     def _unproductive(self, k: int) -> bool:
         step = self.steps[k]
-        if step.expected or (step.labelled and step.progress == 1):
+        if step.expected or _given_progress(step):
             return False
         return self._novel(k) == 0
 
@@ -262,6 +262,10 @@ class _Reader:
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
         return "unexplained"
+
+
+def _given_progress(step: WindowStep) -> bool:
+    return step.labelled and step.progress == 1
 
 
 def _observation_returns(steps: Sequence[WindowStep], i: int, max_lag: int) -> bool:

@@ -146,12 +146,16 @@ class TextKeys:
         sentences = frozenset(
             s for s in (_SPACES.sub(" ", part).strip() for part in _SENTENCE_END.split(text)) if s
         )
-        words = frozenset(w for w in _WORD.findall(text) if w not in _FUNCTION_WORDS)
+        words = frozenset(_singular(w) for w in _WORD.findall(text) if w not in _FUNCTION_WORDS)
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:
             focus = WorldKeys(
                 words & self.goal_words,
-                frozenset(s for s in sentences if self.goal_words.intersection(_WORD.findall(s))),
+                frozenset(
+                    s
+                    for s in sentences
+                    if self.goal_words.intersection(map(_singular, _WORD.findall(s)))
+                ),
                 frozenset(),
             )
         else:
@@ -165,4 +169,13 @@ def goal_words(goal: str | None) -> frozenset[str]:
     """The content words of a goal text."""
     if not goal:
         return frozenset()
-    return frozenset(w for w in _WORD.findall(goal.lower()) if w not in _FUNCTION_WORDS)
+    return frozenset(_singular(w) for w in _WORD.findall(goal.lower()) if w not in _FUNCTION_WORDS)
+
+
+def _singular(word: str) -> str:
+    """A word and its plural are one thing (`warning`, `warnings`): a final `s` is dropped
+    from words of four letters or more that do not end in `ss` (crude, but the same both
+    ways, so only what it merges matters)."""
+    if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
+        return word[:-1]
+    return word

@@ -178,3 +178,19 @@ def test_a_plural_of_a_word_seen_is_not_a_first_seen_thing() -> None:
     first = monitor.observe(call("run_tests"), "1 failed, 1 warning in 0.2s")
     again = monitor.observe(call("run_tests", args="-x"), "1 failed, 2 warnings in 0.3s")
     assert first.novel > 0 and again.novel == 0
+
+
+def test_every_failure_marker_holds_one_of_the_prefilter_literals() -> None:
+    """The cheap substring test in front of the marker pattern must never hide a failure."""
+    from pos_agent.monitor import failures
+
+    samples = [
+        "keyerror: 'x'", "valueexception", "traceback (most recent call last):", "failed",
+        "fatal: not a git repository", "panic: runtime error", "aborted", "connection refused",
+        "permission denied", "403 forbidden", "unauthorized", "file not found",
+        "no such file or directory", "timed out", "unable to connect", "service unavailable",
+        "bad gateway", "http/1.1 500", "status: 502", "exit code 2", "exited with status 1",
+    ]  # fmt: skip
+    for sample in samples:
+        assert failures._MARKER.search(sample), sample
+        assert any(literal in sample for literal in failures._LITERALS), sample

@@ -175,3 +175,18 @@ def test_novelty_counts_only_what_is_left() -> None:
         "curl", "Error 502 at 2026-12-01T09:40:01Z id 9b2e4567-e89b-12d3-a456-426614174999"
     )
     assert first.novel > 0 and second.novel == 0
+
+
+def test_the_start_guard_changes_no_match() -> None:
+    """The default rules run behind a guard on where a match can start; every case of every
+    rule, alone and all joined, normalises as the unguarded joined pattern does."""
+    import re
+
+    guarded = Normaliser()
+    texts = [text for _, text, _ in CASES] + [text for _, text in NON_CASES]
+    texts.append(" ".join(texts))
+    for text in texts:
+        expected = text.lower()
+        plain = re.compile("|".join(guarded._parts))
+        expected = plain.sub(guarded._replace, expected)
+        assert guarded(text) == expected, text

@@ -53,6 +53,13 @@ FAILURE_MARKERS = (
 """What makes a line of an output a failure line (regular expressions on lower-cased text)."""
 
 _MARKER = re.compile("|".join(FAILURE_MARKERS))
+# Every marker holds one of these; a text holding none is told apart by plain substring tests,
+# several times cheaper than the joined pattern (most outputs report no failure).
+_LITERALS = (
+    "error", "exception", "traceback", "fail", "fatal", "panic", "abort", "refused", "denied",
+    "forbidden", "unauthori", "not found", "no such", "timed out", "unable to", "unavailable",
+    "bad ", "http/", "status", "code",
+)  # fmt: skip
 _STATUS = re.compile(r"\bhttp/\d(?:\.\d)? \d{3}\b|\b(?:status|code)[\s:=]+\d{3}\b")
 # A count: a number and the word it counts ("3 failed", "1 warning", "12 items").
 _COUNT = re.compile(r"\b\d+(?:[.,]\d+)?\s+[a-z][a-z_-]*[,;]?")
@@ -65,7 +72,7 @@ def failure_signature(clean: str) -> str | None:
     """The failure an output reports (see the module doc), or None when it reports none.
 
     `clean` is the output after the volatile rules (lower case)."""
-    if _MARKER.search(clean) is None:
+    if not any(literal in clean for literal in _LITERALS) or _MARKER.search(clean) is None:
         return None
     lines = set()
     for line in clean.splitlines():

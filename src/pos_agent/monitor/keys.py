@@ -146,7 +146,11 @@ class TextKeys:
         sentences = frozenset(
             s for s in (_SPACES.sub(" ", part).strip() for part in _SENTENCE_END.split(text)) if s
         )
-        words = frozenset(_singular(w) for w in _WORD.findall(text) if w not in _FUNCTION_WORDS)
+        words = frozenset(
+            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
+            for w in _WORD.findall(text)
+            if w not in _FUNCTION_WORDS
+        )
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:
             focus = WorldKeys(

@@ -50,11 +50,6 @@ MAX_PERIOD = 5
 """The longest repeating call sequence read from the actions (Gemini CLI looks for 1-5)."""
 
 
-ReadingCache = dict[tuple[int, ...], tuple["TransitionReading", tuple[WindowStep, ...]]]
-"""Readings of transitions by the identities of the steps they look at (`assess_and_read`)."""
-_CACHE_SIZE = 256
-
-
 @dataclass(frozen=True, slots=True)
 class TransitionReading:
     """How the improved diagnosis reads one transition of the window."""
@@ -112,46 +107,22 @@ class _Reader:
     """Reads the transitions of one window on demand: deciding `trapped` needs only the last
     `recent` of them, the pattern only the trailing stuck run."""
 
-    def __init__(
-        self,
-        steps: Sequence[WindowStep],
-        config: HealthConfig,
-        cache: ReadingCache | None = None,
-    ) -> None:
+    def __init__(self, steps: Sequence[WindowStep], config: HealthConfig) -> None:
         self.steps = steps
         self.max_lag = config.max_lag
         self.tolerance = config.change_tolerance
         self._readings: dict[int, TransitionReading] = {}
         self._seen_before: list[frozenset[str]] | None = None
         self._marked: frozenset[int] | None = None
-        self._cache = cache
-        self._reach = max(config.max_lag, MAX_PERIOD) + 1
 
     def __call__(self, i: int) -> TransitionReading:
         """The reading of the transition into step i (i >= 1)."""
         reading = self._readings.get(i)
         if reading is None:
-            reading = self._cached_read(i)
+            reading = self._read(i)
             if reading.kind != "drift" and i in self._same_failure():
                 reading = replace(reading, kind="drift")
             self._readings[i] = reading
-        return reading
-
-    def _cached_read(self, i: int) -> TransitionReading:
-        """`_read(i)`, looked up first in the cache the caller keeps across windows."""
-        cache = self._cache
-        if cache is None or self.steps[i].novel is None:
-            return self._read(i)
-        # `_read(i)` looks at steps i - reach .. i and at nothing else.
-        span = tuple(self.steps[max(0, i - self._reach) : i + 1])
-        key = tuple(map(id, span))
-        hit = cache.get(key)
-        if hit is not None:
-            return hit[0]
-        reading = self._read(i)
-        if len(cache) >= _CACHE_SIZE:
-            cache.clear()
-        cache[key] = (reading, span)  # the steps are kept, so their ids stay theirs
         return reading
 
     def _same_failure(self) -> frozenset[int]:
@@ -167,14 +138,17 @@ class _Reader:
         if marked is not None:
             return marked
         steps = self.steps
+        failing = [i for i, step in enumerate(steps) if step.failure is not None]
+        if len(failing) < 3:  # two stretches need three failing steps
+            self._marked = frozenset()
+            return self._marked
         found: set[int] = set()
         last: dict[str, int] = {}
         varied: dict[str, int] = {}
         """Per failure: where its latest varied attempt started."""
-        for i, step in enumerate(steps):
-            failure = step.failure
-            if failure is None:
-                continue
+        for i in failing:
+            failure = steps[i].failure
+            assert failure is not None
             j = last.get(failure)
             last[failure] = i
             if j is None:
@@ -388,18 +362,14 @@ def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> Health
 
 
 def assess_and_read(
-    steps: Sequence[WindowStep], config: HealthConfig, cache: ReadingCache | None = None
+    steps: Sequence[WindowStep], config: HealthConfig
 ) -> tuple[HealthReport, TransitionReading | None]:
     """`assess_improved`, and the reading of the window's last transition (None with fewer
-    than two steps), from one pass over the window.
-
-    `cache`: a dict the caller keeps from one window to the next (one per episode and
-    config), so that a transition whose steps are the same objects as before is not read
-    again; the result is the same with or without it."""
+    than two steps), from one pass over the window."""
     window = list(steps[-config.window :]) if steps else []
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
-    reader = _Reader(window, config, cache)
+    reader = _Reader(window, config)
     judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
     if not judged:
         return HealthReport(ready=False), None

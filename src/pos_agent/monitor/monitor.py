@@ -10,13 +10,7 @@ from typing import Any, Literal
 
 from pos_agent.belief import Belief, Gap, focus_keys, world_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
-from pos_agent.health.improved import (
-    ReadingCache,
-    StepKind,
-    TransitionReading,
-    assess_and_read,
-    read_latest,
-)
+from pos_agent.health.improved import StepKind, TransitionReading, assess_and_read, read_latest
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
 from pos_agent.monitor.alarm import (
@@ -228,7 +222,6 @@ class TrapMonitor:
     def reset(self) -> None:
         """Forget the episode: the next `observe` is step 1 of a new one."""
         self._window: deque[_Observed] = deque(maxlen=self.config.window)
-        self._readings: ReadingCache = {}
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
         self._seen: set[str] = set()
         self._seen_words: set[str] = set()
@@ -324,7 +317,7 @@ class TrapMonitor:
         steps = self._window_steps(read)
         latest: TransitionReading | None
         if self.config.diagnosis == "improved":
-            report, latest = assess_and_read(steps, self.config, self._readings)
+            report, latest = assess_and_read(steps, self.config)
         else:
             # Eq. 5-6 judge the window; the step is still read as improved reads it, to name
             # what it looked like (exploration or drift, a repeat or a poll).

@@ -141,6 +141,16 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
         needs_digit=True,
         triggers=("_", "-"),
     ),
+    # web-6d9f7c8b5-x2kqp: a Kubernetes pod of a Deployment (its ReplicaSet's hash and a
+    # random 5-character suffix, with a digit in one of them), a new name each time a pod is
+    # replaced
+    VolatileRule(
+        "pod_name",
+        r"(?P<key>\b[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-(?=[a-z]*\d|[a-z0-9]{8,10}-[a-z]*\d)"
+        r"[a-z0-9]{8,10}-[a-z0-9]{5}\b",
+        r"\g<key>-<pod>",
+        triggers=("-",),
+    ),
     # sha256 digests, git shas (7+ hex with a digit and a letter), container ids
     VolatileRule(
         "hex_id",

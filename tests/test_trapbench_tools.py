@@ -299,6 +299,8 @@ def test_make_builds_both_families_by_default(
     )
     assert result.exit_code == 0, result.output
     assert len(load_tool_trajectories(tools_corpus_file(tmp_path))) == 3
+    held_out = load_tool_trajectories(tools_corpus_file(tmp_path, "tools-b"))
+    assert len(held_out) == 3 and {t.family for t in held_out} == {"tools-b"}
     assert (tmp_path / "corpus.jsonl").is_file()
     textworld = CliRunner().invoke(
         app,

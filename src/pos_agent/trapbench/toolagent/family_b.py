@@ -78,6 +78,18 @@ class _Bug:
     edits_left: int
     read: bool = False
     shown: bool = False
+    plan: list[str] = field(default_factory=list)
+    """The agent steps this bug needs, in order: the run that shows it, reading its line, the
+    patch, and for a bug fixed in two patches a run that shows the new failure and the second
+    patch."""
+    done: int = 0
+    """How many steps of `plan` are done."""
+
+    def __post_init__(self) -> None:
+        self.plan = ["run", "read", "patch"] + ["run", "patch"] * (self.edits_left - 1)
+
+    def next(self) -> str | None:
+        return self.plan[self.done] if self.done < len(self.plan) else None
 
     @property
     def message(self) -> str:
@@ -105,7 +117,7 @@ class GoTests:
             _Bug(t, p, rng.randint(18, 90), [m1] + ([m2] if m2 else []), 2 if m2 else 1)
             for t, p, m1, m2 in chosen
         ]
-        self.stale = True  # a run is needed to see the failures at all
+        self.verified = False  # a run after the last fix shows every test passing
         self.versions: dict[str, int] = {}
         self.goal_text = "make `go test ./...` pass"
 
@@ -113,8 +125,13 @@ class GoTests:
         return [b for b in self.bugs if b.edits_left > 0]
 
     def remaining(self) -> int:
-        left = sum((not b.read) + b.edits_left + (not b.shown) for b in self.open())
-        return left + int(self.stale)
+        return sum(len(b.plan) - b.done for b in self.bugs) + (not self.verified)
+
+    def _advance(self, step: str, bug: _Bug) -> bool:
+        if bug.next() != step:
+            return False
+        bug.done += 1
+        return True
 
     def facts(self) -> set[str]:
         out = set()
@@ -145,7 +162,7 @@ class GoTests:
             path = call.args["path"]
             first, last = (int(x) for x in call.args.get("lines", "1:40").split(":"))
             for b in self.open():
-                if b.path == path and first <= b.line <= last:
+                if b.path == path and first <= b.line <= last and self._advance("read", b):
                     b.read = True
             version = self.versions.get(path, 0)
             rows = [f"{n}\t{_code_line(path, n, version)}" for n in range(first, last + 1)][:12]
@@ -155,10 +172,10 @@ class GoTests:
             path, hunk = call.args["path"], call.args["hunk"]
             self.versions[path] = self.versions.get(path, 0) + 1
             for b in self.open():
-                if b.path == path and hunk == _fix_hunk(b):
+                if b.path == path and hunk == _fix_hunk(b) and self._advance("patch", b):
                     b.edits_left -= 1
                     b.shown = False
-                    self.stale = True
+                    self.verified = False
             text = f"patching file {path}\nHunk #1 succeeded at {rng.randint(10, 99)}."
             return text + "\n" + clock.footer(0, 0.01, 0.1), 0
         return f"{call.tool}: command not found\n" + clock.footer(127), 127
@@ -178,6 +195,7 @@ class GoTests:
                 )
                 lines.append(f"--- FAIL: {test} ({rng.randint(0, 9) / 100:.2f}s)")
                 bug.shown = True
+                self._advance("run", bug)
         packages = sorted({b.path.split("/")[0] for b in self.bugs} | {"user", "internal/db"})
         failing = {b.path.split("/")[0] for b in self.open()}
         for pkg in packages:
@@ -190,7 +208,8 @@ class GoTests:
         code = 1 if failing else 0
         if failing:
             lines.append("FAIL")
-        self.stale = False
+        if not self.open():
+            self.verified = True
         return "\n".join(lines) + "\n" + clock.footer(code, 1.0, 9.0), code
 
     def flow(self) -> Iterator[Call | SafePoint]:

@@ -114,6 +114,7 @@ class _Reader:
         self._readings: dict[int, TransitionReading] = {}
         self._seen_before: list[frozenset[str]] | None = None
         self._marked: frozenset[int] | None = None
+        self._spanned: frozenset[int] = frozenset()
 
     def __call__(self, i: int) -> TransitionReading:
         """The reading of the transition into step i (i >= 1)."""
@@ -143,6 +144,7 @@ class _Reader:
             self._marked = frozenset()
             return self._marked
         found: set[int] = set()
+        spanned: set[int] = set()
         last: dict[str, int] = {}
         varied: dict[str, int] = {}
         """Per failure: where its latest varied attempt started."""
@@ -165,9 +167,16 @@ class _Reader:
             start = varied.get(failure)
             varied[failure] = j + 1
             if start is not None:
+                spanned.update(range(start, i + 1))
                 found.update(k for k in range(start, i + 1) if self._unproductive(k))
         self._marked = frozenset(found)
+        self._spanned = frozenset(spanned)
         return self._marked
+
+    def within_attempts(self, i: int) -> bool:
+        """Step i lies inside varied attempts that failed as before (whatever it brought)."""
+        self._same_failure()
+        return i in self._spanned
 
     def _unproductive(self, k: int) -> bool:
         step = self.steps[k]
@@ -370,10 +379,23 @@ def assess_and_read(
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
     reader = _Reader(window, config)
-    judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
+    first = max(1, len(window) - recent)
+    judged = [reader(i) for i in range(first, len(window))]
     if not judged:
         return HealthReport(ready=False), None
-    stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
+    # Progress ends what came before it: stuck transitions older than the latest productive
+    # one are not counted (an agent that escaped and then repeats one call is not trapped again
+    # on the strength of the loop it left). A step inside varied attempts that keep failing
+    # the same way is no escape, whatever it showed.
+    last_productive = max(
+        (
+            k
+            for k, r in enumerate(judged)
+            if r.kind == "productive" and not reader.within_attempts(first + k)
+        ),
+        default=-1,
+    )
+    stagnation = sum(r.kind in _STUCK for r in judged[last_productive + 1 :]) / len(judged)
     stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pos_agent.monitor import ToolCall, TrapMonitor
+from pos_agent.monitor import MonitorReport, ToolCall, TrapMonitor
 from pos_agent.monitor.failures import failure_signature
 from pos_agent.monitor.volatile import normalise
 
@@ -92,7 +92,7 @@ def call(name: str, **arguments: object) -> ToolCall:
     return ToolCall(name, json.dumps(arguments))
 
 
-def semantic_loop(monitor: TrapMonitor, rounds: int) -> list[object]:
+def semantic_loop(monitor: TrapMonitor, rounds: int) -> list[MonitorReport]:
     """Settings tweaked and the tests re-run with other flags: the same failure every time."""
     reports = []
     flags = ["-x", "--lf", "-vv", "-q", "-k config", "--tb=short"]

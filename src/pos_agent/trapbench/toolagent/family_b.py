@@ -32,6 +32,7 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pos_agent.trapbench.toolagent.generate import CLEAN_EVERY, TRAPS_PER_RUN, _segments
 from pos_agent.trapbench.toolagent.records import TOOL_TRAP_KINDS, ToolStep, ToolTrajectory
@@ -497,7 +498,8 @@ class Incident:
         return []
 
 
-_TASKS = {"gotests": GoTests, "rollout": Rollout, "incident": Incident}
+_Task = GoTests | Rollout | Incident
+_TASKS: dict[str, type[_Task]] = {"gotests": GoTests, "rollout": Rollout, "incident": Incident}
 
 
 @dataclass
@@ -531,7 +533,7 @@ def make_trajectory_b(seed: int, index: int, traps: list[str]) -> ToolTrajectory
     names = list(_TASKS)
     rng.shuffle(names)
     workspace = _Workspace(clock)
-    workspace.tasks = [_TASKS[n](clock, rng) for n in names]  # type: ignore[abstract]
+    workspace.tasks = [_TASKS[n](clock, rng) for n in names]
     points = [(i, p) for i in range(3) for p in ("S1", "S2")]
     plan: dict[tuple[int, str], str] = {}
     for kind in traps:
@@ -542,7 +544,7 @@ def make_trajectory_b(seed: int, index: int, traps: list[str]) -> ToolTrajectory
     previous = workspace.facts()
     initial = sorted(previous)
 
-    def play(task: GoTests | Rollout | Incident, call: Call, label: str) -> None:
+    def play(task: _Task, call: Call, label: Any) -> None:
         nonlocal previous
         clock.tick()
         before = workspace.remaining()
@@ -559,7 +561,7 @@ def make_trajectory_b(seed: int, index: int, traps: list[str]) -> ToolTrajectory
                 tool=call.tool,
                 arguments=call.arguments(rng.random() < 0.1),
                 observation=text,
-                label=label,  # type: ignore[arg-type]
+                label=label,
                 error=code == 127,
                 progress=progress,
                 remaining=after,
@@ -574,15 +576,16 @@ def make_trajectory_b(seed: int, index: int, traps: list[str]) -> ToolTrajectory
     for number, task in enumerate(workspace.tasks):
         for item in task.flow():
             if isinstance(item, SafePoint):
-                kind = plan.get((number, item.name))
-                if kind is not None:
-                    for call in task.trap(kind, item.name):
-                        play(task, call, kind)
+                planned = plan.get((number, item.name))
+                if planned is not None:
+                    for call in task.trap(planned, item.name):
+                        play(task, call, planned)
                 continue
-            label = item.label
-            if label == "retest" and task.remaining() == 0:
-                label = "none"
-            play(task, item, label)
+            play(
+                task,
+                item,
+                "none" if item.label == "retest" and not task.remaining() else item.label,
+            )
     kept, segments = _segments(steps)
     goals = set().union(*(t.goals() for t in workspace.tasks))
     goal = "; ".join(t.goal_text for t in workspace.tasks)

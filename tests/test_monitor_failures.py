@@ -194,3 +194,23 @@ def test_every_failure_marker_holds_one_of_the_prefilter_literals() -> None:
     for sample in samples:
         assert failures._MARKER.search(sample), sample
         assert any(literal in sample for literal in failures._LITERALS), sample
+
+
+def test_a_known_call_coming_back_after_known_calls_starts_a_cycle() -> None:
+    """Round two of a loop over calls made before: its first step is read as a cycle; a call
+    coming back after a call never made before (an edit, then the tests) is not."""
+    monitor = TrapMonitor(goal="get the rollout done")
+    loop = [call("kubectl", args=a) for a in ("get pods", "logs deploy/web", "get svc cache")]
+    for c in reversed(loop):  # the calls, made once before the loop, in another order
+        monitor.observe(c, f"output of {c.arguments} first time")
+    for c in loop:
+        monitor.observe(c, f"output of {c.arguments}")
+    again = monitor.observe(loop[0], f"output of {loop[0].arguments} 42")
+    assert again.reading == "cycle"
+
+    monitor = TrapMonitor(goal="make the tests pass")
+    monitor.observe(call("run_tests"), "1 failed, 3 passed")
+    monitor.observe(call("read_file", path="a.py"), "def f(): return 1")
+    monitor.observe(call("edit_file", path="a.py", old="1", new="2"), "Edited a.py")
+    rerun = monitor.observe(call("run_tests"), "1 failed, 3 passed (rerun)")
+    assert rerun.reading != "cycle"

@@ -273,7 +273,25 @@ class _Reader:
         if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
+        if novel == 0 and _call_returns(steps, i):
+            # The call of 2..5 steps ago again, every call since then one made before and
+            # nothing new: going round known calls (the first step of a loop's second round).
+            return "cycle"
         return "unexplained"
+
+
+def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
+    """The call into step i is the call of p = 2..MAX_PERIOD steps earlier, not the previous
+    one, and every call since that one was made before in the episode."""
+    action = steps[i].action
+    if action is None or steps[i - 1].action == action:
+        return False
+    for period in range(2, min(MAX_PERIOD, i) + 1):
+        if not steps[i - period + 1].action_seen:
+            return False
+        if steps[i - period].action == action:
+            return steps[i].action_seen
+    return False
 
 
 def _given_progress(step: WindowStep) -> bool:

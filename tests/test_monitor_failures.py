@@ -214,3 +214,19 @@ def test_a_known_call_coming_back_after_known_calls_starts_a_cycle() -> None:
     monitor.observe(call("edit_file", path="a.py", old="1", new="2"), "Edited a.py")
     rerun = monitor.observe(call("run_tests"), "1 failed, 3 passed (rerun)")
     assert rerun.reading != "cycle"
+
+
+def test_distinct_files_that_log_the_same_errors_stay_silent() -> None:
+    """Reading log after log, each with the same error lines: the failure recurs at once, on
+    the very next step, so it is what is read, not the outcome of an attempt."""
+    monitor = TrapMonitor(goal="explain the outage")
+    listing = "\n".join(f"logs/api-{n}.log:12: ERROR route=/api/checkout" for n in range(10))
+    monitor.observe(call("grep", pattern="ERROR", path="logs/"), listing)
+    reports = [
+        monitor.observe(
+            call("cat", path=f"logs/api-{n}.log"),
+            f"==> logs/api-{n}.log <==\nERROR route=/api/checkout status=500 req={n:08x}ab",
+        )
+        for n in range(10)
+    ]
+    assert not any(r.trapped for r in reports)

@@ -156,10 +156,15 @@ class _Reader:
             if j is None:
                 continue
             # The attempt is what came after the last progress given in the stretch (what was
-            # read to decide on it is not part of it); it holds a call never made before.
+            # read to decide on it is not part of it); it holds a call never made before, and
+            # something was done before the failing step (the same failure on the very next
+            # step is what is shown, not the outcome of an attempt: distinct files that log
+            # the same errors, read one after another).
             after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
-            attempt = self._unproductive(i) and any(
-                not steps[k].action_seen for k in range(after + 1, i + 1)
+            attempt = (
+                i - j >= 2
+                and self._unproductive(i)
+                and any(not steps[k].action_seen for k in range(after + 1, i + 1))
             )
             if not attempt:
                 varied.pop(failure, None)

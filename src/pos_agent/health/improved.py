@@ -129,8 +129,9 @@ class _Reader:
     def _same_failure(self) -> frozenset[int]:
         """The transitions of varied attempts that failed as before. A *varied attempt* is
         the stretch from a step whose output reported a failure to the next step reporting the
-        same failure, when some call made after the last progress given in it was never made
-        before, and its last step brought nothing (nothing first-seen, no declared poll).
+        same failure, at least two steps on, when some call made after the last progress given
+        in it was never made before, and its last step brought nothing (nothing first-seen,
+        no declared poll).
         Once two
         consecutive stretches of one failure are varied attempts, their transitions that
         brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first

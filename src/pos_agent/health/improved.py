@@ -16,8 +16,14 @@ transition on its own terms:
 - Each unproductive transition gets a **kind**: static (the world did not change), cycle (it
   returned to the world of 2..L steps ago), drift (the world changed outside the focus on the
   active gap) or unexplained (the focus moved somewhere that is neither new nor a return).
+- **Varied attempts that fail the same way** (`WindowStep.failure`, from
+  `pos_agent.monitor.failures`): two stretches in a row ending in the same failure, each with a
+  call never made before, make their transitions that brought nothing drift (a semantic loop).
+- A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
+  a cycle (the first step of a loop's second round).
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
-  ones, R = share of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
+  ones after the latest productive transition (progress ends what came before it), R = share
+  of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
   An unexplained transition is not counted as stuck: nothing in it shows the agent repeating
   itself or working beside its goal, and counting it raised false alarms on productive runs
   (with model-free keys, every plan step that shows nothing new looks like one).

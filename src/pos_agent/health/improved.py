@@ -127,7 +127,8 @@ class _Reader:
         reading = self._readings.get(i)
         if reading is None:
             reading = self._read(i)
-            if reading.kind != "drift" and i in self._same_failure():
+            marked = self._marked if self._marked is not None else self._same_failure()
+            if reading.kind != "drift" and i in marked:
                 reading = replace(reading, kind="drift")
             self._readings[i] = reading
         return reading

@@ -136,6 +136,18 @@ class TextKeys:
 
     goal_words: frozenset[str] = frozenset()
     _cache: dict[str, tuple[WorldKeys, WorldKeys]] = field(default_factory=dict)
+    _goal_forms: frozenset[str] | None = None
+    """Every word whose singular is a goal word (the goal words and their plurals)."""
+
+    def _forms(self) -> frozenset[str]:
+        forms = self._goal_forms
+        if forms is None:
+            plural = {w + "s" for w in self.goal_words if len(w) > 2 and w[-1] != "s"}
+            forms = frozenset(
+                w for w in (*self.goal_words, *plural) if _singular(w) in self.goal_words
+            )
+            self._goal_forms = forms
+        return forms
 
     def keys(self, observation: str) -> tuple[WorldKeys, WorldKeys]:
         """(world, focus) of one observation; the focus is what shares a word with the goal."""
@@ -153,13 +165,10 @@ class TextKeys:
         )
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:
+            forms = self._forms()
             focus = WorldKeys(
                 words & self.goal_words,
-                frozenset(
-                    s
-                    for s in sentences
-                    if self.goal_words.intersection(map(_singular, _WORD.findall(s)))
-                ),
+                frozenset(s for s in sentences if not forms.isdisjoint(_WORD.findall(s))),
                 frozenset(),
             )
         else:

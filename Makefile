@@ -39,13 +39,16 @@ test: lint typecheck pytest
 test-fast: lint typecheck
 	$(RUN) pytest -m "not slow"
 
-# The core as a user without extras gets it: core and dev dependencies only (no environments,
-# no local model weights, no pyarrow), in a venv of its own ($(CORE_VENV)); then lint, types and
-# the fast tests, where the tests that need an extra skip and say which.
+# The core as a user without extras gets it, plus the dev tools: the core (pydantic) and the dev
+# group, no extra (no CLI, no environments, no local model, no pyarrow), in a venv of its own
+# ($(CORE_VENV)); llama-cpp-python, which the dev group lists for the server tests, is left out
+# (it would build llama.cpp for minutes). Then lint, types and the fast tests: a test that needs
+# an extra skips and says which (tests/extras.py). The wheel alone in an empty venv is
+# tests/test_core_install.py (slow).
 CORE_VENV ?= /tmp/pos-core-venv
 CORE_RUN := UV_PROJECT_ENVIRONMENT=$(CORE_VENV) $(UV) run --frozen --no-sync
 test-core:
-	UV_PROJECT_ENVIRONMENT=$(CORE_VENV) $(UV) sync --frozen
+	UV_PROJECT_ENVIRONMENT=$(CORE_VENV) $(UV) sync --frozen --no-install-package llama-cpp-python
 	$(CORE_RUN) ruff check .
 	$(CORE_RUN) ruff format --check .
 	$(CORE_RUN) mypy

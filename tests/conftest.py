@@ -21,6 +21,8 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from extras import ExtraModule, missing_extra_of_failure
+
 # Property tests judge correctness, not speed: on a loaded 2-core machine a slow example is no
 # failure (hypothesis' default 200 ms deadline and too_slow check made them flaky).
 hypothesis_settings.register_profile(
@@ -95,3 +97,22 @@ def _no_outside_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    # Run without an extra (`make test-core`), a module that needs it is skipped, not an error.
+    return ExtraModule.from_parent(parent, path=module_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    # A test that failed only because an extra is not installed is a skip that names it.
+    report = yield
+    if call.when == "call" and report.failed and call.excinfo is not None:
+        missing = missing_extra_of_failure(call.excinfo.value)
+        if missing is not None:
+            module, extra = missing
+            reason = f"needs the `{extra}` extra ({module} not installed): uv sync --extra {extra}"
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}")
+    return report

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from extras import needs_alfworld
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.report.load import load_runs
 from pos_agent.bench.report.stats import aggregate
@@ -18,6 +19,8 @@ from pos_agent.bench.run_folder import RunPlan
 from pos_agent.bench.runner import pending
 from pos_agent.llm import Completion, Message, ModelFailure, ModelOptions, ScriptedModel
 from pos_agent.trace import SCORED_STATUSES, read_result
+
+pytestmark = needs_alfworld  # every case here plays alfworld-mini
 
 HISTORY_METHODS = ("raw", "acon", "pace", "hiagent", "lh_harness", "pos")
 

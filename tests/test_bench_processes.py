@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_cli
 from fake_openai import Behaviour, fake_openai
 from pos_agent.events import EpisodeEndEvent, EpisodeStartEvent, ObservationEvent
 from pos_agent.trace import read_events
@@ -178,6 +179,7 @@ def test_ctrl_c_stops_the_bench_records_steps_and_writes_the_summary(
     assert summary["finished"] == len(results), "summary.json agrees with the case folders"
 
 
+@needs_cli
 def test_a_full_disk_stops_the_bench_with_a_clear_message_and_no_torn_record(
     tmp_path: Path,
 ) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_cli
 from fake_openai import Behaviour, fake_openai
 from test_bench_processes import (
     alive,
@@ -96,6 +97,7 @@ def test_sigterm_and_sighup_follow_the_ctrl_c_path(
     assert summary["methods"]["raw"]["statuses"].get("interrupted") == len(interrupted)
 
 
+@needs_cli
 def test_ctrl_c_during_the_preflight_exits_130_without_advice_to_resume(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     with fake_openai(Behaviour(latency_s=120)) as (url, behaviour):  # a pre-flight that hangs

@@ -1,6 +1,6 @@
 """The package's layers, read from the source by a static scan of every import.
 
-The core (belief, health, recovery, sentinel, monitor, roles) must ship without the harness: its
+The core (belief, health, recovery, sentinel, monitor, roles, updater) must ship without the harness: its
 imports, followed transitively, reach nothing in agents, bench, cli or envs. No two folders
 import each other, directly or through others.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pos_agent"
-CORE = ("belief", "health", "recovery", "sentinel", "monitor", "roles")
+CORE = ("belief", "health", "recovery", "sentinel", "monitor", "roles", "updater")
 HARNESS = ("agents", "bench", "cli", "envs")
 
 
@@ -134,7 +134,9 @@ def test_the_core_reaches_nothing_of_the_harness(folder: str) -> None:
     assert not bad, sorted(bad)[:10]
 
 
-@pytest.mark.parametrize("module", ["pos_agent.sentinel.audit", "pos_agent.recovery"])
+@pytest.mark.parametrize(
+    "module", ["pos_agent.sentinel.audit", "pos_agent.recovery", "pos_agent.updater"]
+)
 def test_a_core_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"],
@@ -167,3 +169,20 @@ def _reach_plain(start: str, plain: set[str]) -> set[str]:
             seen.add(nxt)
             todo.append(nxt)
     return seen
+
+
+def test_the_monitor_imports_without_the_model_layer_or_any_third_party_package() -> None:
+    # The monitor, the belief engine, health and recovery load no pos_agent.llm and no pydantic:
+    # they are what an engineer embeds in any loop (the belief updater and the events need
+    # pydantic; they are not imported here).
+    code = (
+        "import sys; import pos_agent.monitor, pos_agent.belief, pos_agent.health, "
+        "pos_agent.recovery; "
+        "print(sorted(m for m in sys.modules if m.startswith(('pos_agent.llm', 'pydantic', "
+        "'pos_agent.roles'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

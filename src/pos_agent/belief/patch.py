@@ -28,7 +28,7 @@ from pos_agent.belief.model import (
 from pos_agent.kinds import GAP_KINDS
 
 # The patch-operation names, spelled once: the handler table below (`_<name>` for each) and the
-# model's patch schema (agents/pos/schemas.py, tied by a test) derive from them.
+# model's patch schema (updater/schemas.py, tied by a test) derive from them.
 PatchOpName = Literal[
     "upsert_entity",
     "upsert_state",

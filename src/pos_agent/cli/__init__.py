@@ -1,16 +1,67 @@
-"""The `pos` command line: one module per command group, all registered on `app`."""
+"""The `pos` command line: one module per command group, all registered on `app`.
+
+The command line is an extra: `pip install "pos-agent[harness]"` (or `[cli]` for the commands
+alone). Without it, `pos` says which extra to install instead of printing a traceback.
+"""
 
 from __future__ import annotations
 
-from pos_agent.cli.app import app
+import sys
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    from pos_agent.cli.app import app
+
+__all__ = ["app", "main", "missing_extra_message"]
+
+# Third-party modules the commands import, and the extra that installs each.
+EXTRA_OF = {
+    "typer": "cli",
+    "rich": "cli",
+    "yaml": "cli",
+    "click": "cli",
+    "numpy": "bench",
+    "matplotlib": "plots",
+    "httpx": "openai",
+    "starlette": "serve",
+    "uvicorn": "serve",
+}
+
+
+def missing_extra_message(module: str) -> str:
+    """What `pos` prints when `module` (a third-party package) is not installed."""
+    extra = EXTRA_OF.get(module, "harness")
+    line = f'pip install "pos-agent[{extra}]"'
+    if extra != "harness":
+        line += ' (or "pos-agent[harness]" for every command)'
+    return (
+        f"pos: the command line needs the `{extra}` extra ({module} is not installed).\n"
+        f"Install it with: {line}\n"
+        "The core (the monitor, the belief engine, the sentinel rules) needs no extra: "
+        "import pos_agent.monitor."
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # `app` is imported on first use, so that `import pos_agent.cli` works without typer.
+    if name == "app":
+        from pos_agent.cli.app import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point."""
-    # Importing a command module registers its commands on `app`; done here, not at package
-    # import, so that `import pos_agent.cli.app` stays cheap for tests.
-    from pos_agent.cli import bench, doctor, envs, report, run, trapbench  # noqa: F401
-
+    try:
+        # Importing a command module registers its commands on `app`; done here, not at
+        # package import, so that `import pos_agent.cli.app` stays cheap for tests.
+        from pos_agent.cli import bench, doctor, envs, report, run, trapbench  # noqa: F401
+        from pos_agent.cli.app import app
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]
+        if not missing or missing == "pos_agent":
+            raise
+        print(missing_extra_message(missing), file=sys.stderr)
+        raise SystemExit(2) from None
     app()

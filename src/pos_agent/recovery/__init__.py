@@ -12,7 +12,7 @@ from pos_agent.recovery.constraint import (
     generic_recovery,
     should_release,
 )
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 __all__ = [
     "RecoveryConstraint",

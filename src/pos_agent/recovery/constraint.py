@@ -15,7 +15,7 @@ from pos_agent.belief.keys import project
 from pos_agent.belief.model import Belief, id_order
 from pos_agent.health.distance import WorldKeys, world_distance
 from pos_agent.health.window import GapKind, HealthConfig, HealthReport, TrapPattern
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 RecoveryMode = Literal["soft", "hard", "both"]
 MAX_RECENT = 4  # paper Table 8: up to 4 recent no-progress transitions in recovery

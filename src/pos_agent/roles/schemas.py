@@ -4,7 +4,7 @@ The base classes are the standard schemas: no length bounds, since a real model'
 budget bounds it. `action_schema`, `tool_schema` and `decision_schema` build the schema a role
 uses for its `SchemaBounds` (`roles/limits.py`): the same fields with maxLength/maxItems added,
 cached per bounds. Bounded schemas subclass the standard ones, so code reads every answer through
-the standard types. The belief model's patch schema is in `agents/pos/schemas.py`, the
+the standard types. The belief model's patch schema is in `updater/schemas.py`, the
 sentinel's in `sentinel/schemas.py`; both are built with the helpers below.
 
 In tool environments the decision is a union over the offered tools, each with its own argument

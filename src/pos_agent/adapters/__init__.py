@@ -1,0 +1,18 @@
+"""PoS in front of an agent framework: the trap monitor fed from the framework's own hooks.
+
+One module per framework, each imported on its own (it imports its framework; this package
+imports none):
+
+| module | framework | the monitor reads | the hint goes | a blocked call |
+|---|---|---|---|---|
+| `pos_agent.adapters.smolagents` | smolagents (`pip install "pos-agent[smolagents]"`) | each `ActionStep` (a step callback) | appended to that step's observations, which the next step's prompt shows | `guard_tools`: the tool returns the refusal |
+| `pos_agent.adapters.openai_agents` | openai-agents (`[openai-agents]`) | `RunHooks.on_tool_end` | a user note in the next model input (`RunConfig.call_model_input_filter`), kept in later inputs | `guard_tool`: a tool input guardrail answers with the refusal |
+| `pos_agent.adapters.langchain` | LangChain 1.x / LangGraph (`[langchain]`) | agent middleware `wrap_tool_call` | a `HumanMessage` added to the state before the next model call (`before_model`) | `wrap_tool_call` answers with a `ToolMessage` refusal |
+
+`Guard` (one monitor per run, thread-safe) and `watch` (a decorator for the tool functions of a
+hand-written loop) need no framework. See docs/monitor.md.
+"""
+
+from pos_agent.adapters.guard import HINT_PREFIX, Guard, TrapStop, watch
+
+__all__ = ["HINT_PREFIX", "Guard", "TrapStop", "watch"]

@@ -99,8 +99,8 @@ def test_the_rollout_finishes_only_after_the_fix() -> None:
 
 
 def test_make_and_eval_the_held_out_family(tmp_path: Path) -> None:
-    from pos_agent.cli.app import app
     from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
+    from pos_agent.cli.app import app
 
     runner = CliRunner()
     made = runner.invoke(

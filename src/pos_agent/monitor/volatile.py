@@ -292,9 +292,16 @@ class Normaliser:
         self.rules: tuple[VolatileRule, ...] = (*rules, *extra)
         self._templates: dict[str, str] = {}
         self._parts = [self._part(i, rule) for i, rule in enumerate(self.rules)]
-        # Per rule: whether it needs a digit, and its triggers (plain substring tests, which
-        # are cheaper than a search of their alternation).
-        self._gates = [(rule.needs_digit, rule.triggers) for rule in self.rules]
+        # Per rule: whether it needs a digit, and a search for any of its triggers.
+        self._gates = [
+            (
+                rule.needs_digit,
+                re.compile("|".join(map(re.escape, rule.triggers))).search
+                if rule.triggers
+                else None,
+            )
+            for rule in self.rules
+        ]
         self._joined: dict[tuple[int, ...], re.Pattern[str]] = {}
         self._cache: dict[str, str] = {}
 
@@ -343,9 +350,8 @@ class Normaliser:
         digits = _DIGIT.search(lowered) is not None
         active = tuple(
             i
-            for i, (needs_digit, triggers) in enumerate(self._gates)
-            if (digits or not needs_digit)
-            and (not triggers or any(trigger in lowered for trigger in triggers))
+            for i, (needs_digit, trigger) in enumerate(self._gates)
+            if (digits or not needs_digit) and (trigger is None or trigger(lowered) is not None)
         )
         result = self._pattern(active).sub(self._replace, lowered) if active else lowered
         if len(self._cache) < self._CACHE_LIMIT:

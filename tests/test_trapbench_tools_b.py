@@ -115,3 +115,13 @@ def test_make_and_eval_the_held_out_family(tmp_path: Path) -> None:
     assert "tools-b · improved · model-free:" in result.output
     rows = (tmp_path / "results" / "table.csv").read_text().splitlines()
     assert any(r.startswith("tools-b,improved · model-free,semantic,") for r in rows)
+
+
+def test_no_trap_comes_after_the_last_task(corpus: list[ToolTrajectory]) -> None:
+    """With every goal met there is no open gap a trap could block; traps come before."""
+    for trajectory in corpus:
+        last_task = trajectory.tasks[-1]
+        tail = [s for s in trajectory.steps if s.task == last_task]
+        finished = next((k for k, s in enumerate(tail) if s.remaining == 0), None)
+        if finished is not None:
+            assert all(s.label not in TOOL_TRAP_KINDS for s in tail[finished:])

@@ -534,7 +534,8 @@ def make_trajectory_b(seed: int, index: int, traps: list[str]) -> ToolTrajectory
     rng.shuffle(names)
     workspace = _Workspace(clock)
     workspace.tasks = [_TASKS[n](clock, rng) for n in names]
-    points = [(i, p) for i in range(3) for p in ("S1", "S2")]
+    # Not after the last task: with every goal met, no gap is left for a trap to block.
+    points = [(i, p) for i in range(3) for p in ("S1", "S2")][:-1]
     plan: dict[tuple[int, str], str] = {}
     for kind in traps:
         fits = [pt for pt in points if pt not in plan and _fits(kind, names[pt[0]], pt[1])]

@@ -56,7 +56,7 @@ def main() -> None:
     try:
         # Importing a command module registers its commands on `app`; done here, not at
         # package import, so that `import pos_agent.cli.app` stays cheap for tests.
-        from pos_agent.cli import bench, doctor, envs, report, run, trapbench  # noqa: F401
+        from pos_agent.cli import bench, doctor, envs, report, run, serve, trapbench  # noqa: F401
         from pos_agent.cli.app import app
     except ModuleNotFoundError as error:
         missing = (error.name or "").partition(".")[0]

@@ -1,0 +1,48 @@
+"""`pos serve`: PoS in front of any agent, as an OpenAI-compatible proxy (docs/serve.md).
+
+```python
+import uvicorn
+from pos_agent.serve import ServeConfig, create_app
+
+app = create_app(ServeConfig(upstream="http://127.0.0.1:8080/v1", policy="nudge"))
+uvicorn.run(app, host="127.0.0.1", port=8765)
+```
+
+Point the agent's `base_url` at the proxy; each response carries the monitor's verdict in
+`X-PoS-*` headers. History formats are read by `StepParser`s (OpenAI tool calls, smolagents'
+text, ReAct text); add your own in `ServeConfig(parsers=...)`.
+"""
+
+from pos_agent.serve.app import NOTE_PREFIX, Policy, ServeConfig, create_app, default_trace_dir
+from pos_agent.serve.parsers import (
+    DEFAULT_PARSERS,
+    ReActParser,
+    SmolagentsParser,
+    Step,
+    StepParser,
+    ToolCallsParser,
+    message_text,
+    parse_answer,
+    parse_history,
+)
+from pos_agent.serve.sessions import Session, SessionStore, session_id
+
+__all__ = [
+    "DEFAULT_PARSERS",
+    "NOTE_PREFIX",
+    "Policy",
+    "ReActParser",
+    "ServeConfig",
+    "Session",
+    "SessionStore",
+    "SmolagentsParser",
+    "Step",
+    "StepParser",
+    "ToolCallsParser",
+    "create_app",
+    "default_trace_dir",
+    "message_text",
+    "parse_answer",
+    "parse_history",
+    "session_id",
+]

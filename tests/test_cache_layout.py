@@ -131,3 +131,15 @@ def test_each_role_is_still_told_what_it_was_told() -> None:
     policy = model.of("policy")[0][1].content
     assert policy.index(pos_prompts.POLICY_SYSTEM) < policy.index("Current observation")
     assert policy.index("Current belief:") < policy.index(pos_prompts.POLICY_SYSTEM)
+
+
+def test_a_profile_note_follows_the_belief_instructions_not_the_shared_system_text() -> None:
+    from pos_agent.belief.model import Belief
+    from pos_agent.updater import init_messages, update_messages
+
+    for messages in (
+        init_messages("heat the mug", "You are in a kitchen.", note="Return few ops."),
+        update_messages(Belief(goal="heat the mug"), 1, "look", "A mug.", note="Return few ops."),
+    ):
+        assert messages[0].content == SHARED_SYSTEM, "the shared bytes stay the same"
+        assert "Keep only what matters for the goal. Return few ops." in messages[1].content

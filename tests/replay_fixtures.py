@@ -113,7 +113,7 @@ def heat_mug_script(
 
     def policy(call: Call) -> str:
         nonlocal position
-        if position < 0 and "RECOVERY" in call.user:
+        if position < 0 and "RECOVERY (" in call.user:
             position = 0
         if position >= 0:
             action = PLAN[min(position, len(PLAN) - 1)]

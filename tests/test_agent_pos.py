@@ -39,7 +39,7 @@ def of(events: list[Event], kind: type[E]) -> list[E]:
 
 
 def recovering_policy(call: Call) -> str:
-    return "open microwave 1" if "RECOVERY" in call.user else "examine microwave 1"
+    return "open microwave 1" if "RECOVERY (" in call.user else "examine microwave 1"
 
 
 def test_repeated_ineffective_action_is_trapped_static_at_first_full_window(tmp_path: Any) -> None:
@@ -52,7 +52,7 @@ def test_repeated_ineffective_action_is_trapped_static_at_first_full_window(tmp_
     recovery = of(events, RecoveryEvent)
     assert recovery and recovery[0].forbidden_actions == ["examine microwave 1"]
     policy_prompts = [c.user for c in script.of("policy")]
-    assert all("RECOVERY" not in p for p in policy_prompts[:8])
+    assert all("RECOVERY (" not in p for p in policy_prompts[:8])
     assert 'Do not repeat "examine microwave 1"' in policy_prompts[8]
     assert episode.success and episode.steps == 9
     assert (
@@ -67,7 +67,7 @@ def test_hard_mode_removes_the_suppressed_action_from_the_choices(tmp_path: Any)
     choices = [c.choices for c in script.of("policy")]
     assert all(c == ACTIONS for c in choices[:8])
     assert choices[8] is not None and "examine microwave 1" not in choices[8]
-    assert "RECOVERY" not in script.of("policy")[8].user, "hard mode alone does not prompt"
+    assert "RECOVERY (" not in script.of("policy")[8].user, "hard mode alone does not prompt"
     # Still stuck after "open microwave 1": both no-progress actions in this state are now
     # suppressed, the agent walks to the countertop, then to the sink, and wins.
     assert choices[9] == ["go to countertop 1", "go to sink 1"]
@@ -82,7 +82,7 @@ def test_soft_mode_keeps_every_choice(tmp_path: Any) -> None:
 
 def test_constraint_is_released_once_progress_resumes(tmp_path: Any) -> None:
     def policy(call: Call) -> str:
-        return "go to countertop 1" if "RECOVERY" in call.user else "examine microwave 1"
+        return "go to countertop 1" if "RECOVERY (" in call.user else "examine microwave 1"
 
     def update(call: Call) -> list[dict[str, Any]]:
         if "You arrive at countertop 1" in call.user:
@@ -99,7 +99,7 @@ def test_constraint_is_released_once_progress_resumes(tmp_path: Any) -> None:
     kinds = [(e.event, e.step) for e in events if e.event in ("recovery", "recovery_release")]
     assert kinds[0] == ("recovery", 8)
     assert ("recovery_release", 9) in kinds
-    assert "RECOVERY" not in script.of("policy")[9].user
+    assert "RECOVERY (" not in script.of("policy")[9].user
 
 
 def test_alternation_is_diagnosed_as_a_cycle_with_lag_2(tmp_path: Any) -> None:
@@ -260,7 +260,7 @@ def test_policy_prompt_carries_the_belief_not_the_history(tmp_path: Any) -> None
     script = Script(policy=lambda call: "go to sink 1")
     run(script, tmp_path, env=KitchenEnv(max_steps=6))
     prompts = [c.user for c in script.of("policy")]
-    assert all("Belief:" in p and "e1 mug 1" in p for p in prompts)
+    assert all("Current belief:" in p and "e1 mug 1" in p for p in prompts)
     assert "You arrive at sink 1." not in prompts[-1].split("Current observation")[0]
 
 
@@ -300,8 +300,8 @@ def test_diagnosis_progress_is_the_confidence_change_of_eq4(tmp_path: Any) -> No
     # Eq. 4 over the union of both sides: the hypothesis appearing at 0.2 moves d by 0.1.
     assert [p.label for p in labels] == [0, 1, 0]
     assert [round(p.d or 0, 3) for p in labels] == [0.1, 0.35, 0.025]
-    assert "This is a diagnosis task" in script.of("init")[0].system
-    assert all("This is a diagnosis task" in c.system for c in script.of("update"))
+    assert "This is a diagnosis task" in script.of("init")[0].user
+    assert all("This is a diagnosis task" in c.user for c in script.of("update"))
 
 
 def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
@@ -323,7 +323,7 @@ def test_diagnosis_ties_block_the_epistemic_gap_first(tmp_path: Any) -> None:
     execution = Script(init=script.init)
     _, events = run(execution, tmp_path / "exec", env=KitchenEnv(max_steps=9, winning="none"))
     assert of(events, HealthEvent)[0].blocked == "achievement"
-    assert "This is a diagnosis task" not in execution.of("init")[0].system
+    assert "This is a diagnosis task" not in execution.of("init")[0].user
 
 
 def test_unreachable_model_ends_the_case_as_an_infrastructure_error(tmp_path: Any) -> None:
@@ -486,7 +486,7 @@ def test_progress_is_judged_on_the_gap_active_before_the_step_even_when_resolved
         )
         judged = script.of(kind)[0]
         assert shown in judged.user, variant
-        assert prompts.PROGRESS_QUESTION in judged.system, "one progress question for both"
+        assert prompts.PROGRESS_QUESTION in judged.user, "one progress question for both"
         progress = of(events, ProgressEvent)
         assert [(p.gap, p.label) for p in progress] == [("g1", 1), ("g2", 1)]
 
@@ -498,7 +498,7 @@ def test_generic_recovery_shows_no_diagnosis(tmp_path: Any) -> None:
     script = Script(policy=recovering_policy)
     _, events = run(script, tmp_path, variant="generic_recovery")
     assert of(events, HealthEvent)[0].pattern == "static", "the trace keeps the diagnosis"
-    note = script.of("policy")[8].user.split("RECOVERY", 1)[1]
+    note = script.of("policy")[8].user.split("RECOVERY (", 1)[1]
     for word in ("trapped", "static", "achievement", "gap blocked"):
         assert word not in note, word
 
@@ -610,7 +610,7 @@ def test_raw_cuts_the_oldest_turns_only_to_fit_the_context_window(tmp_path: Any)
     assert episode.context_cuts == len(cuts) >= 1
     last = script.of("policy")[-1].user
     assert "END-OF-STEP-5" in last and "END-OF-STEP-1" not in last
-    assert f"The {cuts[-1].dropped} oldest turns are left out" in last
+    assert f"The {cuts[-1].dropped} oldest history entries are left out" in last
     assert len(last) // 3 + 64 <= 3000 - 512, "the estimate fits the window with the answer"
 
 
@@ -769,12 +769,12 @@ def test_the_belief_prompt_asks_for_few_ops_only_on_the_compact_profile(tmp_path
 
     script = Script()
     run(script, tmp_path / "standard", env=KitchenEnv(max_steps=1))
-    systems = [c.system for c in script.calls if c.kind in ("init", "update")]
+    systems = [c.user for c in script.calls if c.kind in ("init", "update")]
     assert systems and all("few ops" not in s for s in systems)
     compact = Script()
     limits = AgentLimits.of_profile("compact")
     run(compact, tmp_path / "compact", env=KitchenEnv(max_steps=1), limits=limits)
-    systems = [c.system for c in compact.calls if c.kind in ("init", "update")]
+    systems = [c.user for c in compact.calls if c.kind in ("init", "update")]
     assert systems and all("goal. Return few ops." in s for s in systems)
 
 
@@ -784,7 +784,7 @@ def test_the_belief_prompt_asks_for_few_ops_only_on_the_compact_profile(tmp_path
 def test_the_audit_asks_for_evidential_support_not_only_contradictions(tmp_path: Any) -> None:
     script = Script()
     run(script, tmp_path, env=KitchenEnv(max_steps=1))
-    system = script.of("audit")[0].system
+    system = script.of("audit")[0].user
     assert "Do not invent problems" not in system
     assert "an unsupported inference" in system and "You put the mug 1 in/on the" in system
     assert "Plans and intentions" in system
@@ -875,7 +875,13 @@ def test_no_consistency_judges_progress_on_the_same_inputs_as_full_pos(tmp_path:
     full, ablated = Script(update=_moving_mug), Script(update=_moving_mug)
     run(full, tmp_path / "pos", env=KitchenEnv(max_steps=6))
     run(ablated, tmp_path / "cv", env=KitchenEnv(max_steps=6), variant="no_consistency")
-    audits, judged = [c.user for c in full.of("audit")], [c.user for c in ablated.of("progress")]
+
+    # What each reads after its own instructions (the records and transitions).
+    def view(text: str) -> str:
+        return text[text.index("Changed records") :]
+
+    audits = [view(c.user) for c in full.of("audit")]
+    judged = [view(c.user) for c in ablated.of("progress")]
     assert len(judged) == 6 and judged == audits, "the same records and the last 4 transitions"
     recent = judged[5].split("Recent transitions:\n")[1]
     assert recent.startswith("step 2: examine microwave 1 -> step 3:") and "-> step 6:" in recent

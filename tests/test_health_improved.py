@@ -259,8 +259,20 @@ def test_the_window_is_released_on_the_first_step_out_of_the_trap() -> None:
     stuck = [step(at("A"))] * 6
     assert assess(stuck).trapped
     out = assess([*stuck, step(at("B"), progress=1)])
-    # 3 of the last 4 transitions are still stuck (H = 0.25), but the latest made progress.
-    assert out.stagnation == 0.75 and not out.trapped and out.pattern is None
+    # 3 of the last 4 transitions were stuck, but the latest made progress: what came before
+    # it no longer counts.
+    assert out.stagnation == 0.0 and not out.trapped and out.pattern is None
+
+
+def test_after_an_escape_only_new_stuck_steps_count() -> None:
+    """An agent that left a loop and then repeats one call is not trapped again on the
+    strength of the loop it left; three stuck steps after the escape are a new trap."""
+    stuck = [step(at("A"))] * 6
+    escaped = [*stuck, step(at("B"), progress=1)]
+    once = assess([*escaped, step(at("B"))])
+    assert not once.trapped and once.stagnation == 0.25
+    again = assess([*escaped, *[step(at("B"))] * 3])
+    assert again.trapped and again.pattern == "static"
 
 
 def test_a_caller_label_wins_over_novelty_both_ways() -> None:

@@ -45,9 +45,9 @@ def test_baselines_record_no_health_mode(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", [["run", "toy", "heat-mug"], ["bench"]])
 def test_the_cli_refuses_an_unknown_health_mode(command: list[str]) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import bench as _bench  # noqa: F401 (registers the commands)
     from pos_agent.cli import run as _run  # noqa: F401
+    from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, [*command, "--health", "smart"])
     assert result.exit_code != 0
@@ -55,8 +55,8 @@ def test_the_cli_refuses_an_unknown_health_mode(command: list[str]) -> None:
 
 
 def test_the_cli_help_explains_the_choice() -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import run as _run  # noqa: F401
+    from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, ["run", "--help"], terminal_width=200)
     assert "--health" in result.output and "improved" in result.output
@@ -64,7 +64,7 @@ def test_the_cli_help_explains_the_choice() -> None:
 
 def test_pos_run_records_the_mode_in_the_result(tmp_path: Path, monkeypatch: Any) -> None:
     from pos_agent.bench import case as case_module
-    from pos_agent.cli import app
+    from pos_agent.cli.app import app
 
     monkeypatch.setattr(
         case_module, "default_loader", lambda options: lambda s, r: Script().model()

@@ -36,6 +36,10 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ('"trace_id": "4bf92f3577b34da6"', '"trace_id": "<id>"'),
     ],
     "prefixed_id": [("req_8f3a9c21 timed out", "<id> timed out"), ("call_x9Y8z7w6", "<id>")],
+    "pod_name": [
+        ("web-6d9f7c8b5-x2kqp   0/1   Error", "web-<pod>   0/1   Error"),
+        ("pod/api-server-7c9f8d6b4d-qz8xw restarted", "pod/api-server-<pod> restarted"),
+    ],
     "hex_id": [
         ("commit 3f2a9c1 fixed", "commit <hex> fixed"),
         ("sha256:e3b0c44298fc", "sha256:<hex>"),
@@ -85,6 +89,7 @@ NEGATIVE: dict[str, list[str]] = {
     "iso_timestamp": ["version 2026.12.1", "2026-12-01 is a date only"],
     "written_timestamp": ["May I come in at noon?", "March on"],
     "epoch_time": ["pid 42", "1.764581992", "12345"],
+    "pod_name": ["my-long-project-name", "python-dateutil-2-8", "install-packages-fresh"],
     "date": ["3/10 passed", "2026 was long"],
     "clock_time": ["ratio 3:1", "file.py:12:4", "a:bc"],
     "uuid": ["not-a-uuid-here", "12345678"],
@@ -175,3 +180,18 @@ def test_novelty_counts_only_what_is_left() -> None:
         "curl", "Error 502 at 2026-12-01T09:40:01Z id 9b2e4567-e89b-12d3-a456-426614174999"
     )
     assert first.novel > 0 and second.novel == 0
+
+
+def test_the_start_guard_changes_no_match() -> None:
+    """The default rules run behind a guard on where a match can start; every case of every
+    rule, alone and all joined, normalises as the unguarded joined pattern does."""
+    import re
+
+    guarded = Normaliser()
+    texts = [text for _, text, _ in CASES] + [text for _, text in NON_CASES]
+    texts.append(" ".join(texts))
+    for text in texts:
+        expected = text.lower()
+        plain = re.compile("|".join(guarded._parts))
+        expected = plain.sub(guarded._replace, expected)
+        assert guarded(text) == expected, text

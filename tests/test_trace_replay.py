@@ -34,7 +34,16 @@ from replay_fixtures import DATA, run_scripted
 # Fields left out of the comparison: timing, and what the restructuring added or reworded.
 _ALWAYS = {"v", "t"}
 _LEFT_OUT: dict[type[Event], set[str]] = {
-    ModelCallEvent: {"model", "prompt_tokens", "completion_tokens", "latency_s", "structured_mode"},
+    ModelCallEvent: {
+        "model",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_s",
+        "structured_mode",
+        "cached_tokens",
+        "cache_write_tokens",
+        "cache_source",
+    },
     ModelFailureEvent: {"prompt_tokens", "completion_tokens"},
     EpisodeStartEvent: {"spec", "settings"},
     ProgressEvent: {"gap"},

@@ -203,8 +203,8 @@ def test_the_manifest_command_regenerates_the_same_game_with_tw_make(
 def test_eval_on_the_corpus_prints_the_table(
     corpus_dir: Path, trajectories: list[Trajectory]
 ) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
+    from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, ["trapbench", "eval", str(corpus_dir)])
     assert result.exit_code == 0, result.output
@@ -216,8 +216,8 @@ def test_eval_on_the_corpus_prints_the_table(
 
 
 def test_eval_without_a_corpus_says_what_to_do(tmp_path: Path) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, ["trapbench", "eval", str(tmp_path)])
     assert result.exit_code == 2

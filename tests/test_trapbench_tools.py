@@ -178,8 +178,8 @@ def test_bad_calls_end_as_tool_errors_not_crashes() -> None:
 
 
 def test_make_and_eval_the_tools_family(tmp_path: Path) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
+    from pos_agent.cli.app import app
 
     runner = CliRunner()
     made = runner.invoke(
@@ -207,8 +207,8 @@ def test_make_and_eval_the_tools_family(tmp_path: Path) -> None:
 
 
 def test_make_refuses_an_unknown_family(tmp_path: Path) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.cli.app import app
 
     result = CliRunner().invoke(
         app, ["trapbench", "make", "--family", "games", "--out", str(tmp_path)]
@@ -217,8 +217,8 @@ def test_make_refuses_an_unknown_family(tmp_path: Path) -> None:
 
 
 def test_a_tools_corpus_with_a_bad_line_is_refused_with_its_line_number(tmp_path: Path) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.cli.app import app
 
     path = tools_corpus_file(tmp_path)
     path.parent.mkdir(parents=True)
@@ -230,8 +230,8 @@ def test_a_tools_corpus_with_a_bad_line_is_refused_with_its_line_number(tmp_path
 
 
 def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: Path) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.cli.app import app
     from pos_agent.trapbench.records import OracleState, StepRecord, Trajectory, dump_trajectories
 
     state = OracleState(
@@ -283,8 +283,8 @@ def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: 
 def test_make_builds_both_families_by_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pos_agent.cli import app
     from pos_agent.cli import trapbench as _  # noqa: F401
+    from pos_agent.cli.app import app
     from pos_agent.trapbench import corpus as corpus_module
     from trapbench_fakes import fake_game
 
@@ -299,6 +299,8 @@ def test_make_builds_both_families_by_default(
     )
     assert result.exit_code == 0, result.output
     assert len(load_tool_trajectories(tools_corpus_file(tmp_path))) == 3
+    held_out = load_tool_trajectories(tools_corpus_file(tmp_path, "tools-b"))
+    assert len(held_out) == 3 and {t.family for t in held_out} == {"tools-b"}
     assert (tmp_path / "corpus.jsonl").is_file()
     textworld = CliRunner().invoke(
         app,

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
     from pos_agent.llm import Completion, ModelFailure
+    from pos_agent.llm._ledger import CacheCount
 
 TRACE_VERSION = 2
 """Version 2: typed events (this module). Version 1 wrote free keyword payloads; `upgrade_v1`
@@ -123,6 +124,13 @@ class ActionEvent(Event):
 # -- model calls ---------------------------------------------------------------------------------
 
 
+CACHE_SOURCE_HELP = (
+    'Where the cache counts come from: "server" (the server reported them), "estimated:<rule>" '
+    "(estimated from the prefix shared with an earlier prompt of the episode under a provider "
+    'rule, cost/cache.py), or "" (not counted).'
+)
+
+
 class ModelCallEvent(Event):
     """One answered role call: tokens, latency and the parsed output."""
 
@@ -147,11 +155,32 @@ class ModelCallEvent(Event):
         "that cannot be right (negative, not integers, beyond what the request can produce), "
         "replaced by an estimate. None when they are as reported.",
     )
+    cached_tokens: int = Field(
+        default=0, description="Prompt tokens read from the provider's prompt cache."
+    )
+    cache_write_tokens: int = Field(
+        default=0, description="Prompt tokens written to the provider's prompt cache."
+    )
+    cache_source: str = Field(
+        default="",
+        description=CACHE_SOURCE_HELP,
+    )
 
     @classmethod
-    def of(cls, answer: Completion, *, step: int | None, role: str, purpose: str) -> Self:
-        """The event of one answered call."""
+    def of(
+        cls,
+        answer: Completion,
+        *,
+        step: int | None,
+        role: str,
+        purpose: str,
+        cache: CacheCount | None = None,
+    ) -> Self:
+        """The event of one answered call (with the cache counts the ledger recorded)."""
         return cls(
+            cached_tokens=cache.cached_tokens if cache else 0,
+            cache_write_tokens=cache.write_tokens if cache else 0,
+            cache_source=cache.source if cache else "",
             step=step,
             role=role,
             purpose=purpose,
@@ -212,12 +241,13 @@ class DegradedEvent(Event):
 
 
 class ContextCutEvent(Event):
-    """The raw trajectory was cut to fit the model's context window (oldest turns first)."""
+    """A history-based method's policy prompt was cut to fit the model's context window
+    (`--context-window`; its oldest history units first, `agents/fit.py`)."""
 
     event: Literal["context_cut"] = "context_cut"
     role: str = "policy"
-    kept: int = Field(description="History turns kept.")
-    dropped: int = Field(description="Oldest history turns left out.")
+    kept: int = Field(description="History units (turns, summaries, chunks) kept.")
+    dropped: int = Field(description="Oldest history units left out.")
     context_window: int = Field(description="The window the prompt had to fit, in tokens.")
 
 

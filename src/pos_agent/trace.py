@@ -165,6 +165,18 @@ class RoleTokens(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    cached_prompt_tokens: int = Field(
+        default=0, description="Prompt tokens the servers said they served from their cache."
+    )
+    cache_write_tokens: int = Field(
+        default=0, description="Prompt tokens the servers said they wrote to their cache."
+    )
+    cache_reported_calls: int = Field(default=0, description="Calls whose server sent them.")
+    estimated_cached_tokens: int = Field(
+        default=0,
+        description="The other calls' cached prompt tokens, estimated under a provider rule.",
+    )
+    estimated_write_tokens: int = 0
 
 
 class CaseResult(BaseModel):

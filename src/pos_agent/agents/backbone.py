@@ -7,11 +7,16 @@ options and one base class; an agent adds only what its method needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypedDict, Unpack
 
+from pydantic import BaseModel
+
 from pos_agent.agents.base import Episode, RoleCaller, StepCallback, StepInfo, observation_event
+from pos_agent.agents.fit import fit_to_window, schema_tokens
 from pos_agent.envs import Environment, Observation
-from pos_agent.llm import Model, TokenLedger
+from pos_agent.events import ContextCutEvent
+from pos_agent.llm import Message, Model, TokenLedger
 from pos_agent.roles.limits import RoleLimits, paper_generation_tokens, role_limits
 from pos_agent.trace import TraceWriter
 
@@ -29,6 +34,9 @@ class BackboneOptions(TypedDict, total=False):
     """The policy's budget and schema bounds; None: the paper's for the environment."""
     temperature: float
     """Sampling temperature of every call (0.0 when left out, paper App. D.1)."""
+    context_window: int | None
+    """Tokens a policy prompt plus its answer must fit in (`agents/fit.py`, the same rule for
+    every history-based method); None or left out: the history is never cut."""
 
 
 class BackboneAgent:
@@ -41,6 +49,35 @@ class BackboneAgent:
         self.on_step = options.get("on_step")
         self.limits = options.get("limits")
         self.temperature = options.get("temperature", 0.0)
+        self.context_window = options.get("context_window")
+
+    def fitted_prompt(
+        self,
+        build: Callable[[int], list[Message]],
+        units: int,
+        *,
+        step: int,
+        max_tokens: int,
+        schema: type[BaseModel] | None,
+        episode: Episode,
+    ) -> list[Message]:
+        """The policy prompt `build(dropped)` with as few of its `units` oldest history units
+        left out as makes it fit the context window with its answer (and the answer's schema,
+        which some backends write into the prompt); a cut is traced and counted."""
+        fitted = fit_to_window(
+            build, units, self.context_window, max_tokens, reserved=schema_tokens(schema)
+        )
+        if fitted.dropped and self.context_window is not None:
+            episode.context_cuts += 1
+            self.call.emit(
+                ContextCutEvent(
+                    step=step,
+                    kept=fitted.kept,
+                    dropped=fitted.dropped,
+                    context_window=self.context_window,
+                )
+            )
+        return fitted.messages
 
     def policy_limits(self, env: Environment) -> RoleLimits:
         """The policy's limits: the harness's, else the paper's budget for this environment."""

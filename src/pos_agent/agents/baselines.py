@@ -53,8 +53,11 @@ def build_baseline(
     temperature: float,
     embed_model: str = LEXICAL_SPEC,
     embed_options: ModelOptions | None = None,
+    context_window: int | None = None,
 ) -> tuple[Agent, dict[str, Any]]:
-    """The agent for `method` and the settings it runs with (for the trace and the result)."""
+    """The agent for `method` and the settings it runs with (for the trace and the result).
+    `context_window` cuts the ReAct methods' history to fit (`agents/fit.py`, as for Raw);
+    LongHorizon's roles carry no transcript to cut."""
     recorded: dict[str, Any] = {"policy": asdict(limits)}
     options: BackboneOptions = {
         "ledger": ledger,
@@ -70,6 +73,8 @@ def build_baseline(
     if method not in REACT_METHODS:
         raise ValueError(f"unknown baseline {method!r}; use {', '.join(BASELINES)}")
     recorded["baseline"] = asdict(getattr(settings, method))
+    recorded["context_window"] = context_window
+    options["context_window"] = context_window
     if method in EMBEDDING_METHODS:
         recorded["embed_model"] = embed_model
     agent = ContextAgent(

@@ -89,6 +89,7 @@ class _Ask:
     observation: Observation
     step: int
     limits: RoleLimits
+    episode: Episode
 
 
 class ContextAgent(BackboneAgent):
@@ -130,7 +131,7 @@ class ContextAgent(BackboneAgent):
         try:
             method = self.make_method(env, caller)
             for t in range(env.max_steps):
-                ask = _Ask(env.goal, first, observation, t, limits)
+                ask = _Ask(env.goal, first, observation, t, limits, episode)
                 try:
                     for event in method.begin(t):
                         self.call.emit(event)
@@ -208,18 +209,30 @@ class ContextAgent(BackboneAgent):
         schema = decision_schema(admissible, tools, limits.bounds, max_calls=observation.max_calls)
         if method.asks_subgoal:
             schema = with_subgoal(schema, limits.bounds)
-        messages: list[Message] = prompts.context_policy(
-            ask.goal,
-            ask.first,
-            method.render(),
-            ask.step,
-            observation.admissible_actions,
-            tools,
-            max_calls=observation.max_calls,
-            method_note=method.note,
-            lookup_hint=hint,
-            lookups=[f"{x.request}: {x.note}" for x in lookups],
-            action_limit=limits.action_list,
+
+        def build(dropped: int) -> list[Message]:
+            return prompts.context_policy(
+                ask.goal,
+                ask.first,
+                method.render(dropped),
+                ask.step,
+                observation.admissible_actions,
+                tools,
+                max_calls=observation.max_calls,
+                method_note=method.note,
+                lookup_hint=hint,
+                lookups=[f"{x.request}: {x.note}" for x in lookups],
+                action_limit=limits.action_list,
+                dropped=dropped,
+            )
+
+        messages = self.fitted_prompt(
+            build,
+            method.units(),
+            step=ask.step,
+            max_tokens=limits.max_tokens,
+            schema=schema,
+            episode=ask.episode,
         )
         return self.call(
             "policy",

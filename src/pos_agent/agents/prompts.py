@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pos_agent.agents.fit import cut_note
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import actions_block, clip, goal_and_start, tools_block
 from pos_agent.roles.transition import Transition, render_transitions
@@ -49,20 +50,22 @@ def raw_policy(
     the shared turn scaffolding."""
     turns = render_transitions(history)
     step = history[-1].step if history else dropped
-    cut = (
-        f"\n(The {dropped} oldest turns are left out: the history no longer fits the model's "
-        "context window.)"
-        if dropped
-        else ""
-    )
+    cut = f"\n{cut_note(dropped)}" if dropped else ""
     user = (
-        "\n\n".join(goal_and_start(goal, first_observation))
+        stable_tools(tools, max_calls)
+        + "\n\n".join(goal_and_start(goal, first_observation))
         + "\n"
         + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
-        + f"\n{position_line(step)}\n\n"
-        + actions_block(actions, tools, max_calls, limit=action_limit)
+        + f"\n{position_line(step)}"
+        + ("" if tools else "\n\n" + actions_block(actions, None, max_calls, limit=action_limit))
     )
     return [Message("system", RAW_SYSTEM), Message("user", user)]
+
+
+def stable_tools(tools: Sequence[dict[str, Any]] | None, max_calls: int) -> str:
+    """The tool schemas, the same all episode: first in the user turn (the cache-aware layout
+    of every method, `roles/prompts.py`), before the task and what changes."""
+    return tools_block(tools, max_calls) + "\n\n" if tools else ""
 
 
 # -- the context-management baselines (ACON, PACE, HiAgent; LongHorizon-Harness decisions) --------
@@ -84,11 +87,15 @@ def context_policy(
     lookup_hint: str = "",
     lookups: Sequence[str] = (),
     action_limit: int | None = None,
+    dropped: int = 0,
 ) -> list[Message]:
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
     ends with the latest observation), the lookups made at this step, the actions."""
     system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
-    parts = goal_and_start(goal, first_observation)
+    parts = [tools_block(tools, max_calls)] if tools else []
+    parts += goal_and_start(goal, first_observation)
+    if dropped:
+        parts.append(cut_note(dropped))
     if memory.strip():
         parts.append(memory.strip())
     parts.append(position_line(step))
@@ -96,8 +103,10 @@ def context_policy(
         parts.append(
             "Looked up at this step (no action spent):\n" + "\n".join(f"- {x}" for x in lookups)
         )
-    block = actions_block(actions, tools, max_calls, limit=action_limit)
-    parts.append(block + (f"\n{lookup_hint}" if lookup_hint else ""))
+    block = "" if tools else actions_block(actions, None, max_calls, limit=action_limit)
+    hint = "\n".join(x for x in (block, lookup_hint) if x)
+    if hint:
+        parts.append(hint)
     return [Message("system", system), Message("user", "\n\n".join(parts))]
 
 
@@ -119,7 +128,8 @@ def long_horizon_decision(
     """One LongHorizon-Harness decision (executor action, auditor query, final answer): the
     role's context as the harness built it, the latest observation if the role needs it, and
     the actions the role may take."""
-    parts = [context.strip()]
+    parts = [tools_block(tools, max_calls)] if tools else []
+    parts.append(context.strip())
     if observation is not None:
         seen = observation.strip()
         # The first observation of LOCA is the instruction the context already holds.
@@ -127,8 +137,9 @@ def long_horizon_decision(
         parts.append(f"Current observation:\n{shown}")
     if step is not None:
         parts.append(position_line(step))
-    block = actions_block(actions, tools, max_calls, limit=action_limit)
+    block = "" if tools else actions_block(actions, None, max_calls, limit=action_limit)
     if finish_hint:
         block += '\nAnswer "finish" to end your turn without an action.'
-    parts.append(block)
+    if block.strip():
+        parts.append(block.strip())
     return [Message("system", LONG_HORIZON_SYSTEM), Message("user", "\n\n".join(parts))]

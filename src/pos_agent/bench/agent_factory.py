@@ -93,7 +93,8 @@ def build_agent(
 
 def _build_raw(r: AgentRequest) -> Built:
     # No cut unless asked (the paper's policy, the same for every method and model): a prompt
-    # that does not fit ends the case as a scored failure (context_overflow).
+    # that does not fit ends the case as a scored failure (context_overflow). Asked, the cut is
+    # the one every history-based method shares (`agents/fit.py`).
     window = r.spec.context_window
     agent = RawAgent(
         r.models["policy"],
@@ -124,6 +125,7 @@ def _build_baseline(r: AgentRequest) -> Built:
         on_step=r.on_step,
         temperature=TEMPERATURE,
         embed_model=spec.embed_model,
+        context_window=spec.context_window,
     )
 
 

@@ -252,7 +252,8 @@ def overflow_message(failure: ModelFailure) -> str:
     """The error of a case whose prompt did not fit: a scored failure (the paper's policy)."""
     return (
         f"context overflow, scored as a failure: {failure}. Every method is held to the same "
-        "rule; --context-window N makes the raw baseline cut its oldest history to fit N tokens"
+        "rule; --context-window N makes every history-based method cut its oldest history to "
+        "fit N tokens"
     )
 
 

@@ -47,7 +47,7 @@ class CaseSpec(BaseModel):
     bounds: dict[str, int | None] = Field(default_factory=dict)
     """Answer-schema bounds overridden (`SchemaBounds` field -> limit, None unbounded)."""
     context_window: int | None = None
-    """Raw's history cut; None: n_ctx of local models, else never."""
+    """Tokens every history-based method's prompt is cut to fit (`agents/fit.py`); None: never."""
     max_steps: int | None = None
     """The step budget; None: the environment's."""
     split: str | None = None

@@ -13,8 +13,9 @@ seeds: [0]             # optional: one case per task and seed
 generation_tokens: 512 # every agent-side call (paper App. D.1: 512 ALFWorld, 4096 RCA/ClinDiag)
 profile: null          # null: per model (compact for `local`, standard for the rest)
 bounds: {}             # schema bounds overridden, e.g. {patch_ops: 20}
-context_window: null   # cut the raw baseline's history to fit this many tokens (null: never,
-                       # the paper's policy: a prompt that does not fit the model is a scored
+context_window: null   # cut every history-based method's oldest history (raw, acon, pace,
+                       # hiagent; agents/fit.py) to fit this many tokens (null: never, the
+                       # paper's policy: a prompt that does not fit the model is a scored
                        # failure, context_overflow, for every method)
 methods:               # settings per method; methods not listed use the defaults
   pos: {recovery: soft}

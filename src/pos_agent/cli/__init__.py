@@ -1,4 +1,6 @@
-"""The `pos` command line: one module per command group, all registered on `app`.
+"""The `pos` command line: one module per command group, all registered on the Typer app
+`pos_agent.cli.app.app` (import it from there: `pos_agent.cli.app` is also the module's name, so
+`from pos_agent.cli import app` would give the module once it has been imported).
 
 The command line is an extra: `pip install "pos-agent[harness]"` (or `[cli]` for the commands
 alone). Without it, `pos` says which extra to install instead of printing a traceback.
@@ -7,12 +9,8 @@ alone). Without it, `pos` says which extra to install instead of printing a trac
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pos_agent.cli.app import app
-
-__all__ = ["app", "main", "missing_extra_message"]
+__all__ = ["main", "missing_extra_message"]
 
 # Third-party modules the commands import, and the extra that installs each.
 EXTRA_OF = {
@@ -40,15 +38,6 @@ def missing_extra_message(module: str) -> str:
         "The core (the monitor, the belief engine, the sentinel rules) needs no extra: "
         "import pos_agent.monitor."
     )
-
-
-def __getattr__(name: str) -> Any:
-    # `app` is imported on first use, so that `import pos_agent.cli` works without typer.
-    if name == "app":
-        from pos_agent.cli.app import app
-
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:

@@ -91,8 +91,9 @@ BOUND_HELP = (
     "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
 )
 CONTEXT_HELP = (
-    "Cut the raw baseline's oldest history so that its prompt and answer fit this many tokens "
-    "(each cut traced and counted; recorded in the settings hash). Default: never cut, for "
+    "Cut the oldest history of every history-based method (raw, acon, pace, hiagent) so that "
+    "its prompt and answer fit this many tokens (PoS conditions on its belief, not a "
+    "transcript; each cut traced and counted; recorded in the settings hash). Default: never cut, for "
     "every method and model (the paper's policy): a prompt that does not fit the model's "
     "window ends the case as a scored failure with reason context_overflow."
 )

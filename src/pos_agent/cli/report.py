@@ -30,6 +30,13 @@ def report(
         bool, typer.Option(help="Treat each run as its own method (compare configurations).")
     ] = False,
     plots: Annotated[bool, typer.Option(help="Write PNG plots (matplotlib).")] = True,
+    price_table: Annotated[
+        Path | None,
+        typer.Option(
+            help="A price table (YAML: input, cached input, cache write and output price per "
+            "model) over the shipped examples: adds Table 2 in billed tokens and cost."
+        ),
+    ] = None,
 ) -> None:
     """Success, tokens per role, trapping and context-length tables, methods side by side.
 
@@ -41,11 +48,22 @@ def report(
     Example: pos report runs/sweep-shard1of4 runs/sweep-shard2of4 ... --out report/
     """
     from pos_agent.bench.report import ReportError, write_report
+    from pos_agent.cost import load_prices
 
     target = out if out is not None else _default_report_dir(run_dirs)
     try:
+        prices = load_prices(price_table) if price_table is not None else None
+    except (OSError, ValueError) as exc:
+        typer.echo(f"error: price table: {printable(exc)}", err=True)
+        raise typer.Exit(1) from None
+    try:
         written = write_report(
-            run_dirs, target, context_field=context_field, split_runs=split_runs, plots=plots
+            run_dirs,
+            target,
+            context_field=context_field,
+            split_runs=split_runs,
+            plots=plots,
+            prices=prices,
         )
     except ReportError as exc:
         typer.echo(f"error: {printable(exc)}", err=True)

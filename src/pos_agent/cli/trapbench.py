@@ -43,7 +43,7 @@ def make(
         typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
     ] = None,
     family: Annotated[
-        str, typer.Option(help="Which corpus family to build: textworld, tools or all.")
+        str, typer.Option(help="Which corpus family to build: textworld, tools, tools-b or all.")
     ] = "all",
     trajectories: Annotated[
         int, typer.Option(help="Tool-agent trajectories (the tools family).", min=1)
@@ -91,19 +91,21 @@ def make(
     if family not in FAMILY_CHOICES:
         console.print(f"[red]error:[/] --family must be one of {', '.join(FAMILY_CHOICES)}")
         raise typer.Exit(2)
-    if family in ("tools", "all"):
+    for tools_family in ("tools", "tools-b"):
+        if family not in (tools_family, "all"):
+            continue
         from pos_agent.trapbench.toolagent.corpus import write_tools_corpus
 
         started = time.monotonic()
-        path, built = write_tools_corpus(out, trajectories, seed)
+        path, built = write_tools_corpus(out, trajectories, seed, tools_family)
         segments = ", ".join(f"{k} {n}" for k, n in built.segments.items())
         console.print(
-            f"tools corpus: {path}  ({built.trajectories} trajectories, {built.steps} steps; "
-            f"segments: {segments}; {time.monotonic() - started:.1f}s)"
+            f"{tools_family} corpus: {path}  ({built.trajectories} trajectories, "
+            f"{built.steps} steps; segments: {segments}; {time.monotonic() - started:.1f}s)"
         )
-        if family == "tools":
-            console.print(f"next: pos trapbench eval {out}")
-            return
+    if family in ("tools", "tools-b"):
+        console.print(f"next: pos trapbench eval {out}")
+        return
     count = workers or min(2, os.cpu_count() or 1)
     try:
         maker = CorpusMaker(

@@ -16,8 +16,14 @@ transition on its own terms:
 - Each unproductive transition gets a **kind**: static (the world did not change), cycle (it
   returned to the world of 2..L steps ago), drift (the world changed outside the focus on the
   active gap) or unexplained (the focus moved somewhere that is neither new nor a return).
+- **Varied attempts that fail the same way** (`WindowStep.failure`, from
+  `pos_agent.monitor.failures`): two stretches in a row ending in the same failure, each with a
+  call never made before, make their transitions that brought nothing drift (a semantic loop).
+- A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
+  a cycle (the first step of a loop's second round).
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
-  ones, R = share of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
+  ones after the latest productive transition (progress ends what came before it), R = share
+  of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
   An unexplained transition is not counted as stuck: nothing in it shows the agent repeating
   itself or working beside its goal, and counting it raised false alarms on productive runs
   (with model-free keys, every plan step that shows nothing new looks like one).
@@ -113,14 +119,83 @@ class _Reader:
         self.tolerance = config.change_tolerance
         self._readings: dict[int, TransitionReading] = {}
         self._seen_before: list[frozenset[str]] | None = None
+        self._marked: frozenset[int] | None = None
+        self._spanned: frozenset[int] = frozenset()
 
     def __call__(self, i: int) -> TransitionReading:
         """The reading of the transition into step i (i >= 1)."""
         reading = self._readings.get(i)
         if reading is None:
             reading = self._read(i)
+            marked = self._marked if self._marked is not None else self._same_failure()
+            if reading.kind != "drift" and i in marked:
+                reading = replace(reading, kind="drift")
             self._readings[i] = reading
         return reading
+
+    def _same_failure(self) -> frozenset[int]:
+        """The transitions of varied attempts that failed as before. A *varied attempt* is
+        the stretch from a step whose output reported a failure to the next step reporting the
+        same failure, at least two steps on, when some call made after the last progress given
+        in it was never made before, and its last step brought nothing (nothing first-seen,
+        no declared poll).
+        Once two
+        consecutive stretches of one failure are varied attempts, their transitions that
+        brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first
+        round of a cycle of calls also starts with calls never made before.)"""
+        marked = self._marked
+        if marked is not None:
+            return marked
+        steps = self.steps
+        failing = [i for i, step in enumerate(steps) if step.failure is not None]
+        if len(failing) < 3:  # two stretches need three failing steps
+            self._marked = frozenset()
+            return self._marked
+        found: set[int] = set()
+        spanned: set[int] = set()
+        last: dict[str, int] = {}
+        varied: dict[str, int] = {}
+        """Per failure: where its latest varied attempt started."""
+        for i in failing:
+            failure = steps[i].failure
+            assert failure is not None
+            j = last.get(failure)
+            last[failure] = i
+            if j is None:
+                continue
+            # The attempt is what came after the last progress given in the stretch (what was
+            # read to decide on it is not part of it); it holds a call never made before, and
+            # something was done before the failing step (the same failure on the very next
+            # step is what is shown, not the outcome of an attempt: distinct files that log
+            # the same errors, read one after another).
+            after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
+            attempt = (
+                i - j >= 2
+                and self._unproductive(i)
+                and any(not steps[k].action_seen for k in range(after + 1, i + 1))
+            )
+            if not attempt:
+                varied.pop(failure, None)
+                continue
+            start = varied.get(failure)
+            varied[failure] = j + 1
+            if start is not None:
+                spanned.update(range(start, i + 1))
+                found.update(k for k in range(start, i + 1) if self._unproductive(k))
+        self._marked = frozenset(found)
+        self._spanned = frozenset(spanned)
+        return self._marked
+
+    def within_attempts(self, i: int) -> bool:
+        """Step i lies inside varied attempts that failed as before (whatever it brought)."""
+        self._same_failure()
+        return i in self._spanned
+
+    def _unproductive(self, k: int) -> bool:
+        step = self.steps[k]
+        if step.expected or _given_progress(step):
+            return False
+        return self._novel(k) == 0
 
     def _novel(self, i: int) -> int:
         step = self.steps[i]
@@ -211,7 +286,29 @@ class _Reader:
         if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
+        if novel == 0 and _call_returns(steps, i):
+            # The call of 2..5 steps ago again, every call since then one made before and
+            # nothing new: going round known calls (the first step of a loop's second round).
+            return "cycle"
         return "unexplained"
+
+
+def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
+    """The call into step i is the call of p = 2..MAX_PERIOD steps earlier, not the previous
+    one, and every call since that one was made before in the episode."""
+    action = steps[i].action
+    if action is None or steps[i - 1].action == action:
+        return False
+    for period in range(2, min(MAX_PERIOD, i) + 1):
+        if not steps[i - period + 1].action_seen:
+            return False
+        if steps[i - period].action == action:
+            return steps[i].action_seen
+    return False
+
+
+def _given_progress(step: WindowStep) -> bool:
+    return step.labelled and step.progress == 1
 
 
 def _observation_returns(steps: Sequence[WindowStep], i: int, max_lag: int) -> bool:
@@ -313,10 +410,23 @@ def assess_and_read(
     recent = min(config.recent, config.window - 1)
     ready = len(steps) >= recent + 1
     reader = _Reader(window, config)
-    judged = [reader(i) for i in range(max(1, len(window) - recent), len(window))]
+    first = max(1, len(window) - recent)
+    judged = [reader(i) for i in range(first, len(window))]
     if not judged:
         return HealthReport(ready=False), None
-    stagnation = sum(r.kind in _STUCK for r in judged) / len(judged)
+    # Progress ends what came before it: stuck transitions older than the latest productive
+    # one are not counted (an agent that escaped and then repeats one call is not trapped again
+    # on the strength of the loop it left). A step inside varied attempts that keep failing
+    # the same way is no escape, whatever it showed.
+    last_productive = max(
+        (
+            k
+            for k, r in enumerate(judged)
+            if r.kind == "productive" and not reader.within_attempts(first + k)
+        ),
+        default=-1,
+    )
+    stagnation = sum(r.kind in _STUCK for r in judged[last_productive + 1 :]) / len(judged)
     stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)

@@ -84,6 +84,11 @@ class WindowStep:
     """improved only: a repetition the caller declared normal (a poll within its allowance):
     neither progress nor stuck."""
 
+    failure: str | None = None
+    """improved only: the failure the observation reports, with its noise taken out (see
+    `pos_agent.monitor.failures`); equal strings are the same failure. None when it reports
+    none or when unknown."""
+
     def __post_init__(self) -> None:
         for name in ("world", "focus"):
             if not isinstance(getattr(self, name), WorldKeys):

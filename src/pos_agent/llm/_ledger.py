@@ -1,12 +1,32 @@
-"""Token and latency accounting per role, per step and per episode."""
+"""Token and latency accounting per role, per step and per episode.
+
+Cached prompt tokens are counted per call: the server's own count when it sends one
+(`Usage.cached_tokens`), else an estimate under the ledger's provider rule (`cost/cache.py`,
+OpenAI's by default) from the prefix the prompt shares with an earlier prompt of the episode,
+kept apart as `estimated_cached_tokens` so that a report can always tell the two apart.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pos_agent.llm._types import ROLES, Completion, ModelFailure
+from pos_agent.cost.cache import PrefixCache, cache_rule, prompt_text
+from pos_agent.llm._types import ROLES, Completion, Message, ModelFailure
+
+DEFAULT_CACHE_RULE = "openai"
+
+
+@dataclass(frozen=True)
+class CacheCount:
+    """The cached prompt tokens of one call, as recorded."""
+
+    cached_tokens: int = 0
+    write_tokens: int = 0
+    source: str = ""
+    """"server" (the server's count), "estimated:<rule>", or "" (neither: no prompt given)."""
 
 
 @dataclass
@@ -19,20 +39,38 @@ class CallTotals:
     latency_s: float = 0.0
     cached_calls: int = 0
     failures: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens the servers said they read from their prompt cache."""
+    cache_write_tokens: int = 0
+    """Prompt tokens the servers said they wrote to it."""
+    cache_reported_calls: int = 0
+    """Calls whose server sent cache counts."""
+    estimated_cached_tokens: int = 0
+    """The other calls: cached prompt tokens estimated under the ledger's rule."""
+    estimated_write_tokens: int = 0
 
     def add(self, other: CallTotals) -> None:
         for field in fields(self):
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
     @classmethod
-    def of(cls, outcome: Completion | ModelFailure) -> CallTotals:
+    def of(cls, outcome: Completion | ModelFailure, cache: CacheCount | None = None) -> CallTotals:
+        usage = outcome.usage
+        cache = cache or CacheCount()
+        server = cache.source == "server"
+        estimated = cache.source.startswith("estimated")
         return cls(
             calls=1,
-            prompt_tokens=outcome.usage.prompt_tokens,
-            completion_tokens=outcome.usage.completion_tokens,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             latency_s=outcome.latency_s,
             cached_calls=int(outcome.cached),
             failures=int(isinstance(outcome, ModelFailure)),
+            cached_prompt_tokens=cache.cached_tokens if server else 0,
+            cache_write_tokens=cache.write_tokens if server else 0,
+            cache_reported_calls=int(server),
+            estimated_cached_tokens=cache.cached_tokens if estimated else 0,
+            estimated_write_tokens=cache.write_tokens if estimated else 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,22 +86,48 @@ class TokenLedger:
     Only numbers are stored, never prompts, so nothing secret can end up in `to_dict()`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cache_rule_name: str = DEFAULT_CACHE_RULE) -> None:
         self._lock = threading.Lock()
         self._by_role: dict[str, CallTotals] = {role: CallTotals() for role in ROLES}
         self._by_step: dict[int, dict[str, CallTotals]] = {}
+        self.cache_rule = cache_rule(cache_rule_name)
+        """The provider rule of the estimate for calls whose server reports no cache counts."""
+        self._prefixes = PrefixCache(self.cache_rule)
 
     def record(
-        self, role: str, outcome: Completion | ModelFailure, step: int | None = None
-    ) -> None:
-        """Count one `complete` call (its answer or its ModelFailure) for `role`."""
+        self,
+        role: str,
+        outcome: Completion | ModelFailure,
+        step: int | None = None,
+        prompt: Sequence[Message] | None = None,
+    ) -> CacheCount:
+        """Count one `complete` call (its answer or its ModelFailure) for `role`. With the
+        `prompt` it was sent, its cached prompt tokens are estimated when the server sent no
+        count (a replayed answer cost nothing and caches nothing). Returns what was recorded
+        as cached."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
-        totals = CallTotals.of(outcome)
         with self._lock:
+            cache = self._cache_count(outcome, prompt)
+            totals = CallTotals.of(outcome, cache)
             self._by_role[role].add(totals)
             if step is not None:
                 self._by_step.setdefault(step, {}).setdefault(role, CallTotals()).add(totals)
+        return cache
+
+    def _cache_count(
+        self, outcome: Completion | ModelFailure, prompt: Sequence[Message] | None
+    ) -> CacheCount:
+        usage = outcome.usage
+        if usage.cache_reported:
+            return CacheCount(usage.cached_tokens, usage.cache_write_tokens, "server")
+        if prompt is None or outcome.cached or usage.prompt_tokens <= 0:
+            return CacheCount()
+        text = prompt_text([(m.role, m.content) for m in prompt])
+        estimate = self._prefixes.estimate(text, usage.prompt_tokens)
+        return CacheCount(
+            estimate.cached_tokens, estimate.write_tokens, f"estimated:{self.cache_rule.name}"
+        )
 
     def by_role(self) -> dict[str, dict[str, Any]]:
         """{role: {"calls", "prompt_tokens", "completion_tokens", "latency_s", ...}} for every role."""
@@ -115,3 +179,4 @@ class TokenLedger:
         with self._lock:
             self._by_role = {role: CallTotals() for role in ROLES}
             self._by_step = {}
+            self._prefixes = PrefixCache(self.cache_rule)

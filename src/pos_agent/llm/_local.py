@@ -206,7 +206,7 @@ class LlamaCppBackend:
                     "context_overflow",
                     f"the prompt does not fit the {self.n_ctx}-token context ({exc}); "
                     "resending it cannot help: raise n_ctx, or --context-window TOKENS "
-                    "makes the raw baseline cut its history to fit",
+                    "makes every history-based method cut its history to fit",
                     retryable=False,
                 ) from None
             raise BackendError(

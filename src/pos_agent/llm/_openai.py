@@ -42,7 +42,7 @@ _BASE_URL_HINT = (
 )
 OVERFLOW_HINT = (
     "the conversation is longer than the model's context window; resending it cannot help "
-    "(--context-window TOKENS makes the raw baseline cut its history to fit)"
+    "(--context-window TOKENS makes every history-based method cut its history to fit)"
 )
 
 
@@ -314,6 +314,7 @@ class OpenAICompatibleBackend:
             prompt_bytes=sum(_utf8_size(m.content) for m in request.messages),
             max_tokens=request.max_tokens,
             reply_bytes=_utf8_size(text),
+            timings=body.get("timings"),
         )
         return RawReply(
             text,

@@ -56,6 +56,13 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the server says it read from its prompt cache (OpenAI's and DashScope's
+    `prompt_tokens_details.cached_tokens`, `cache_read_input_tokens`, llama.cpp's `cache_n`)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens the server says it wrote to its cache (`cache_creation_input_tokens`)."""
+    cache_reported: bool = False
+    """The server sent cache counts (else the ledger estimates them, marked as estimated)."""
 
     @property
     def total(self) -> int:
@@ -65,6 +72,9 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_reported or other.cache_reported,
         )
 
 

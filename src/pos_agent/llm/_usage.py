@@ -27,12 +27,14 @@ def checked_usage(
     prompt_bytes: int,
     max_tokens: int,
     reply_bytes: int,
+    timings: Any = None,
 ) -> tuple[Usage, str | None]:
     """The usage to record for one reply and, when it is not the server's, why.
 
     `estimate` stands in for a count that is missing or implausible: a prompt count above
     2 * prompt_bytes + overhead, or a completion count above 2 * max(max_tokens, reply_bytes) +
-    overhead (a reasoning model's hidden tokens are bounded by max_tokens too).
+    overhead (a reasoning model's hidden tokens are bounded by max_tokens too). The cached
+    prompt tokens are read as `cache_counts` says (`timings`: llama.cpp server's).
     """
     if not isinstance(usage, dict):
         return estimate, "the server reported no usage; tokens estimated from the text"
@@ -54,13 +56,42 @@ def checked_usage(
         else:
             counts[name] = fallback[name]
             problems.append(f"{name} {problem}")
+    read, written, reported = cache_counts(usage, timings, counts["prompt_tokens"])
+    spent = Usage(counts["prompt_tokens"], counts["completion_tokens"], read, written, reported)
     if not problems:
-        return Usage(counts["prompt_tokens"], counts["completion_tokens"]), None
+        return spent, None
     note = (
         f"usage from the server not stored as sent ({'; '.join(problems)}); "
         "estimated from the text instead"
     )
-    return Usage(counts["prompt_tokens"], counts["completion_tokens"]), note
+    return spent, note
+
+
+def cache_counts(usage: Any, timings: Any, prompt_tokens: int) -> tuple[int, int, bool]:
+    """(cached prompt tokens read, written, whether the server reported any) from the fields
+    servers use: OpenAI's and DashScope's `usage.prompt_tokens_details.cached_tokens` (and
+    DashScope's explicit `cache_creation_input_tokens` there), Anthropic-style
+    `usage.cache_read_input_tokens` / `cache_creation_input_tokens`, and llama.cpp server's
+    `timings.cache_n`. A count that cannot be right (not a non-negative integer, more than the
+    prompt) is left out, as if not sent."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    places: list[tuple[Any, str, str]] = [
+        (details, "cached_tokens", "read"),
+        (details, "cache_creation_input_tokens", "write"),
+        (usage, "cache_read_input_tokens", "read"),
+        (usage, "cache_creation_input_tokens", "write"),
+        (timings, "cache_n", "read"),
+    ]
+    found = {"read": 0, "write": 0}
+    reported = False
+    for holder, name, kind in places:
+        if not isinstance(holder, dict) or name not in holder:
+            continue
+        value = plausible_count(holder[name], prompt_tokens)
+        if value is not None:
+            found[kind] = max(found[kind], value)
+            reported = True
+    return found["read"], min(found["write"], prompt_tokens - found["read"]), reported
 
 
 def prompt_bound(prompt_bytes: int) -> int:

@@ -136,6 +136,18 @@ class TextKeys:
 
     goal_words: frozenset[str] = frozenset()
     _cache: dict[str, tuple[WorldKeys, WorldKeys]] = field(default_factory=dict)
+    _goal_forms: frozenset[str] | None = None
+    """Every word whose singular is a goal word (the goal words and their plurals)."""
+
+    def _forms(self) -> frozenset[str]:
+        forms = self._goal_forms
+        if forms is None:
+            plural = {w + "s" for w in self.goal_words if len(w) > 2 and w[-1] != "s"}
+            forms = frozenset(
+                w for w in (*self.goal_words, *plural) if _singular(w) in self.goal_words
+            )
+            self._goal_forms = forms
+        return forms
 
     def keys(self, observation: str) -> tuple[WorldKeys, WorldKeys]:
         """(world, focus) of one observation; the focus is what shares a word with the goal."""
@@ -146,12 +158,17 @@ class TextKeys:
         sentences = frozenset(
             s for s in (_SPACES.sub(" ", part).strip() for part in _SENTENCE_END.split(text)) if s
         )
-        words = frozenset(w for w in _WORD.findall(text) if w not in _FUNCTION_WORDS)
+        words = frozenset(
+            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
+            for w in _WORD.findall(text)
+            if w not in _FUNCTION_WORDS
+        )
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:
+            forms = self._forms()
             focus = WorldKeys(
                 words & self.goal_words,
-                frozenset(s for s in sentences if self.goal_words.intersection(_WORD.findall(s))),
+                frozenset(s for s in sentences if not forms.isdisjoint(_WORD.findall(s))),
                 frozenset(),
             )
         else:
@@ -165,4 +182,13 @@ def goal_words(goal: str | None) -> frozenset[str]:
     """The content words of a goal text."""
     if not goal:
         return frozenset()
-    return frozenset(w for w in _WORD.findall(goal.lower()) if w not in _FUNCTION_WORDS)
+    return frozenset(_singular(w) for w in _WORD.findall(goal.lower()) if w not in _FUNCTION_WORDS)
+
+
+def _singular(word: str) -> str:
+    """A word and its plural are one thing (`warning`, `warnings`): a final `s` is dropped
+    from words of four letters or more that do not end in `ss` (crude, but the same both
+    ways, so only what it merges matters)."""
+    if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
+        return word[:-1]
+    return word

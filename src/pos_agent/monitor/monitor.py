@@ -21,6 +21,7 @@ from pos_agent.monitor.alarm import (
     advise,
     escalation_for,
 )
+from pos_agent.monitor.failures import failure_signature
 from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
 from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
 from pos_agent.recovery.constraint import RecoveryConstraint, Transition, compose_recovery
@@ -210,6 +211,7 @@ class TrapMonitor:
         self._text = TextKeys(goal_words(goal))
         self._facts = FactParser()
         self._fact_cache: dict[str, str] = {}
+        self._failures: dict[str, str | None] = {}
         self._gap_belief = Belief(
             goal=self.goal,
             gaps={"goal": Gap(id="goal", kind="achievement", text=self.goal)},
@@ -304,6 +306,7 @@ class TrapMonitor:
             observation_seen=seen_before,
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
+            failure=self._failure(clean),
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
         self._transitions.append(
@@ -401,6 +404,16 @@ class TrapMonitor:
         return result
 
     # -- inputs ----------------------------------------------------------------------------------
+
+    def _failure(self, clean: str) -> str | None:
+        """The failure the observation reports (`failures.failure_signature`), once per text."""
+        cache = self._failures
+        if clean in cache:
+            return cache[clean]
+        failure = failure_signature(clean)
+        if len(cache) < 50_000:
+            cache[clean] = failure
+        return failure
 
     def _novel_words(self, clean: str) -> int:
         """Content words of the observation never seen before in this episode."""

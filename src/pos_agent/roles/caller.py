@@ -92,7 +92,7 @@ class RoleCaller:
                 purpose=purpose,
             )
         except ModelFailure as failure:
-            self.ledger.record(role, failure, step)
+            self.ledger.record(role, failure, step, prompt=messages)
             self.emit(ModelFailureEvent.of(failure, step=step, role=role, purpose=purpose))
             if failure.unavailable:
                 # A server that stays unreachable after the retries is an infrastructure
@@ -105,8 +105,8 @@ class RoleCaller:
                 # one overflow policy of every method (bench/case.py).
                 raise failure
             return f"the answer was unusable ({failure.kind}: {failure.message})", None
-        self.ledger.record(role, answer, step)
-        self.emit(ModelCallEvent.of(answer, step=step, role=role, purpose=purpose))
+        cache = self.ledger.record(role, answer, step, prompt=messages)
+        self.emit(ModelCallEvent.of(answer, step=step, role=role, purpose=purpose, cache=cache))
         parsed = answer.parsed
         if not isinstance(parsed, schema):
             return "the answer did not match the schema", None

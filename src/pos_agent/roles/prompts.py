@@ -1,4 +1,12 @@
-"""Prompt parts every role's prompts share: clipping, the tool list and the action list."""
+"""Prompt parts every role's prompts share: the shared system text, clipping, the tool list
+and the action list.
+
+Cache-aware layout, the same rule for every method (providers serve a prompt's prefix from
+their cache when an earlier prompt had the same bytes): stable parts first (system text, tool
+schemas, the task, fixed instructions), what changes last (history, belief, observation, the
+admissible actions of this step), and the same bytes from step to step wherever the content is
+the same.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pos_agent.roles.schemas import plain_schema
+
+SHARED_SYSTEM = """You are one role of an agent that works on a task from an explicit belief state.
+The task and the current belief come first; your role's instructions follow them."""
+"""The PoS roles' one system text (policy, belief model, sentinel): the first bytes of every
+prompt of a step are the same, so a provider's prompt cache can serve them."""
 
 
 def clip(text: str, limit: int | None) -> str:

@@ -1,12 +1,19 @@
 """The sentinel's prompts: the local audit of one transition, the progress judgment and the
-global audit. Past observations are clipped to the sentinel's `AuditClips`."""
+global audit. Past observations are clipped to the sentinel's `AuditClips`.
+
+Cache-aware layout (`roles/prompts.py`): the PoS roles' shared system text first, then the
+audit's instructions, then what the audit reads. The local audit reads only the changed
+records, their neighbours, the gaps and the last transitions (paper Table 8), not B_t, so it
+shares the system text with the other roles; the global audit reads the whole belief and puts
+it first, as the policy and the belief model do.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import clip
+from pos_agent.roles.prompts import SHARED_SYSTEM, clip
 from pos_agent.roles.transition import Transition
 
 AUDIT_SYSTEM = """You audit an agent's belief state against what it observed.
@@ -73,10 +80,13 @@ def audit(
     observation_chars: int | None,
     answered: Sequence[str] = (),
 ) -> list[Message]:
-    user = transition_view(
+    view = transition_view(
         changed_text, before_text, gaps_text, recent, observation_chars, answered
     )
-    return [Message("system", audit_system(judge_progress)), Message("user", user)]
+    return [
+        Message("system", SHARED_SYSTEM),
+        Message("user", f"{audit_system(judge_progress)}\n\n{view}"),
+    ]
 
 
 def progress(
@@ -88,8 +98,8 @@ def progress(
     observation_chars: int | None,
 ) -> list[Message]:
     """The no_consistency judge: the audit's inputs, the progress question alone."""
-    user = transition_view(changed_text, before_text, gaps_text, recent, observation_chars)
-    return [Message("system", PROGRESS_SYSTEM), Message("user", user)]
+    view = transition_view(changed_text, before_text, gaps_text, recent, observation_chars)
+    return [Message("system", SHARED_SYSTEM), Message("user", f"{PROGRESS_SYSTEM}\n\n{view}")]
 
 
 def global_audit(
@@ -98,5 +108,8 @@ def global_audit(
     lines = "\n".join(
         f"{s.step}: {s.action} -> {clip(s.observation, observation_chars)}" for s in trajectory
     )
-    user = f"Whole belief:\n{belief_text}\n\nTrajectory (step: action -> observation):\n{lines}"
-    return [Message("system", AUDIT_SYSTEM), Message("user", user)]
+    user = (
+        f"Current belief:\n{belief_text}\n\n{AUDIT_SYSTEM}\n\n"
+        f"Trajectory (step: action -> observation):\n{lines}"
+    )
+    return [Message("system", SHARED_SYSTEM), Message("user", user)]

@@ -80,10 +80,6 @@ class BeliefTracker:
         return render_belief(self.belief, max_entities=self.limits.render_entities)
 
     def _patch(self, messages: Sequence[Message], *, initial: bool, purpose: str) -> list[Any]:
-        note = self.limits.patch_note
-        if note:
-            system, *rest = messages
-            messages = [Message(system.role, f"{system.content} {note}"), *rest]
         answer = self.model.complete(
             messages,
             schema=patch_schema(self.limits.bounds, initial=initial),
@@ -97,7 +93,9 @@ class BeliefTracker:
         return [op.model_dump(exclude_none=True) for op in getattr(parsed, "ops", [])]
 
     def _initialize(self, step: int, observation: str) -> tuple[Belief | None, list[Event]]:
-        ops = self._patch(init_messages(self.goal, observation), initial=True, purpose="init")
+        # The profile's line follows the belief model's instructions (the updater's layout).
+        messages = init_messages(self.goal, observation, note=self.limits.patch_note)
+        ops = self._patch(messages, initial=True, purpose="init")
         outcome = apply_patch_detailed(Belief(goal=self.goal, step=step), ops)
         belief = with_first_gap(outcome.belief, "achievement")
         self.belief = belief
@@ -114,7 +112,12 @@ class BeliefTracker:
     ) -> tuple[Belief | None, list[Event]]:
         assert self.belief is not None
         messages = update_messages(
-            self.belief, step, action, observation, max_entities=self.limits.render_entities
+            self.belief,
+            step,
+            action,
+            observation,
+            max_entities=self.limits.render_entities,
+            note=self.limits.patch_note,
         )
         ops = self._patch(messages, initial=False, purpose="update")
         update = apply_update(self.belief, {"ops": ops}, step=step, observations=self.observations)

@@ -23,7 +23,12 @@ from pos_agent.trapbench.detectors import Detector, all_detectors
 from pos_agent.trapbench.metrics import DetectorScore, LabelledRun, score_runs
 from pos_agent.trapbench.records import Trajectory, load_trajectories
 from pos_agent.trapbench.runs import TEXTWORLD_TRAPS, BenchRun, bench_run
-from pos_agent.trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
+from pos_agent.trapbench.toolagent.corpus import (
+    TOOLS_B_FOLDER,
+    TOOLS_FOLDER,
+    load_tool_trajectories,
+    tools_corpus_file,
+)
 from pos_agent.trapbench.toolagent.records import TOOL_TRAP_KINDS, ToolTrajectory
 
 # The targets for `improved`, per family, with a belief and model-free.
@@ -34,7 +39,7 @@ TARGET_DELAY = 3
 TARGET_PATTERN = 0.85
 TARGETED = ("improved · oracle belief", "improved · model-free")
 
-FAMILY_TRAPS = {"textworld": TEXTWORLD_TRAPS, "tools": TOOL_TRAP_KINDS}
+FAMILY_TRAPS = {"textworld": TEXTWORLD_TRAPS, "tools": TOOL_TRAP_KINDS, "tools-b": TOOL_TRAP_KINDS}
 OVERALL = "overall"
 
 
@@ -73,9 +78,10 @@ def load_families(folder: Path) -> dict[str, list[BenchRun]]:
     families: dict[str, list[BenchRun]] = {}
     if (folder / CORPUS_FILE).is_file():
         families["textworld"] = [bench_run(t) for t in load_trajectories(folder / CORPUS_FILE)]
-    if tools_corpus_file(folder).is_file():
-        loaded = load_tool_trajectories(tools_corpus_file(folder))
-        families["tools"] = [bench_run(t) for t in loaded]
+    for name in (TOOLS_FOLDER, TOOLS_B_FOLDER):
+        if tools_corpus_file(folder, name).is_file():
+            loaded = load_tool_trajectories(tools_corpus_file(folder, name))
+            families[name] = [bench_run(t) for t in loaded]
     if not families:
         raise FileNotFoundError(
             f"no corpus in {folder} (neither {CORPUS_FILE} nor {tools_corpus_file(folder)}): "

@@ -116,7 +116,12 @@ def tools_run(trajectory: ToolTrajectory) -> BenchRun:
     )
     segments = tuple(Span(s.kind, s.start - 1, s.end - 1, s.pattern) for s in trajectory.segments)
     return BenchRun(
-        trajectory.id, "tools", trajectory.goal, trajectory.kind == "clean", steps, segments
+        trajectory.id,
+        trajectory.family,
+        trajectory.goal,
+        trajectory.kind == "clean",
+        steps,
+        segments,
     )
 
 

@@ -87,9 +87,12 @@ class Update:
     """Ids of the records created, changed or removed."""
 
 
-def init_messages(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
-    """The prompt that creates the initial belief from the goal and the step-0 observation."""
-    return belief_init(goal, observation, diagnostic=diagnostic)
+def init_messages(
+    goal: str, observation: str, *, diagnostic: bool = False, note: str = ""
+) -> list[Message]:
+    """The prompt that creates the initial belief from the goal and the step-0 observation
+    (`note`: a profile's line after the instructions, as `RoleLimits.patch_note`)."""
+    return belief_init(goal, observation, diagnostic=diagnostic, note=note)
 
 
 def update_messages(
@@ -100,11 +103,14 @@ def update_messages(
     *,
     diagnostic: bool = False,
     max_entities: int | None = None,
+    note: str = "",
 ) -> list[Message]:
     """The prompt that brings `belief` up to date with one transition: `action` (sent at step
-    `step - 1`) and the `observation` of step `step`."""
+    `step - 1`) and the `observation` of step `step` (`note`: as for `init_messages`)."""
     text = render_belief(belief, max_entities=max_entities)
-    return belief_update(text, Transition(step, action, observation), diagnostic=diagnostic)
+    return belief_update(
+        text, Transition(step, action, observation), diagnostic=diagnostic, note=note
+    )
 
 
 def patch_json_schema(

@@ -1,8 +1,14 @@
 """The belief updater's prompts: the belief's initialization, update and revision.
 
-Prompts carry the belief, never the transcript. The stable parts come first so that llama.cpp
-can reuse the KV prefix across calls. Observations reach the belief model whole. The PoS agent
-uses them (`agents/pos/prompts.py` adds the policy's); so can any agent (`pos_agent.updater`).
+Prompts carry the belief, never the transcript. Observations reach the belief model whole. The
+PoS agent uses them (`agents/pos/prompts.py` adds the policy's); so can any agent
+(`pos_agent.updater`).
+
+Cache-aware layout (the rule every method follows, `roles/prompts.py`): the roles of one PoS
+step share one prefix, byte for byte: the shared system text (`SHARED_SYSTEM`), then the task
+and the rendered B_t (`belief_head`; the belief opens with the goal); each role's own
+instructions come after it (here `belief_system`, moved from the system message, unchanged),
+then what changes within the step (the action, the observation, the patch, the findings).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import json
 from collections.abc import Sequence
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import goal_and_start
+from pos_agent.roles.prompts import SHARED_SYSTEM, goal_and_start
 from pos_agent.roles.transition import Transition
 
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
@@ -40,28 +46,45 @@ or lower that confidence as each finding arrives, and keep an epistemic gap for 
 the candidates apart."""
 
 
-def belief_system(diagnostic: bool) -> str:
-    return BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
+def belief_system(diagnostic: bool, note: str = "") -> str:
+    """The belief model's instructions (the diagnosis note on diagnosis tasks; the profile's
+    `patch_note` after them)."""
+    text = BELIEF_SYSTEM + DIAGNOSIS_NOTE if diagnostic else BELIEF_SYSTEM
+    return f"{text} {note}" if note else text
 
 
-def belief_init(goal: str, observation: str, *, diagnostic: bool = False) -> list[Message]:
-    user = (
-        "\n\n".join(goal_and_start(goal, observation, "Observation at step 0:")) + "\n\n"
+def belief_head(belief_text: str) -> str:
+    """The prefix every role of a step shares after the system text: the task and B_t."""
+    return f"Current belief:\n{belief_text}"
+
+
+def messages_of(*parts: str) -> list[Message]:
+    """The shared system text, then the non-empty parts as one user turn."""
+    return [Message("system", SHARED_SYSTEM), Message("user", "\n\n".join(p for p in parts if p))]
+
+
+def belief_init(
+    goal: str, observation: str, *, diagnostic: bool = False, note: str = ""
+) -> list[Message]:
+    return messages_of(
+        "\n\n".join(goal_and_start(goal, observation, "Observation at step 0:")),
+        belief_system(diagnostic, note),
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
-        "and activate the gap to work on first."
+        "and activate the gap to work on first.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
-def belief_update(belief_text: str, step: Transition, *, diagnostic: bool = False) -> list[Message]:
-    user = (
-        f"Current belief:\n{belief_text}\n\n"
+def belief_update(
+    belief_text: str, step: Transition, *, diagnostic: bool = False, note: str = ""
+) -> list[Message]:
+    return messages_of(
+        belief_head(belief_text),
+        belief_system(diagnostic, note),
         f"Action at step {step.step - 1}: {step.action}\n"
-        f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
-        "Return the patch that brings the belief up to date with this observation."
+        f"Observation at step {step.step}:\n{step.observation.strip()}",
+        "Return the patch that brings the belief up to date with this observation.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
 
 
 def belief_revision(
@@ -72,12 +95,13 @@ def belief_revision(
     evidence: str,
     *,
     diagnostic: bool = False,
+    note: str = "",
 ) -> list[Message]:
     user = (
-        f"Current belief (before your patch):\n{belief_text}\n\n"
         f"Action at step {step.step - 1}: {step.action}\n"
         f"Observation at step {step.step}:\n{step.observation.strip()}\n\n"
-        f"Your patch:\n{json.dumps(patch, ensure_ascii=False)}\n\n"
+        "Your patch (against the current belief above, before it):\n"
+        f"{json.dumps(patch, ensure_ascii=False)}\n\n"
         "Problems found in it:\n"
         + "\n".join(f"{n}. {f}" for n, f in enumerate(findings, 1))
         + (f"\n\nEvidence:\n{evidence}" if evidence else "")
@@ -86,15 +110,16 @@ def belief_revision(
         'be wrong may be answered instead: add to "answers" its number, the step whose '
         "observation shows you are right and an exact quote from it, and keep the op."
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]
+    return messages_of(belief_head(belief_text), belief_system(diagnostic, note), user)
 
 
 def global_revision(
-    belief_text: str, findings: Sequence[str], *, diagnostic: bool = False
+    belief_text: str, findings: Sequence[str], *, diagnostic: bool = False, note: str = ""
 ) -> list[Message]:
-    user = (
-        f"Current belief:\n{belief_text}\n\nA full audit found these problems:\n"
+    return messages_of(
+        belief_head(belief_text),
+        belief_system(diagnostic, note),
+        "A full audit found these problems:\n"
         + "\n".join(f"- {f}" for f in findings)
-        + "\n\nReturn the patch that fixes them."
+        + "\n\nReturn the patch that fixes them.",
     )
-    return [Message("system", belief_system(diagnostic)), Message("user", user)]

@@ -29,11 +29,15 @@ class InternalCalls:
         """Account the calls made since the last settle to `step`; returns how many failed."""
         failed = 0
         for made in self.caller.drain():
-            self.call.ledger.record(made.role, made.outcome, step)
+            cache = self.call.ledger.record(
+                made.role, made.outcome, step, prompt=made.messages or None
+            )
             self.by_role[made.role] += 1
             outcome = made.outcome
             if isinstance(outcome, Completion):
-                event = ModelCallEvent.of(outcome, step=step, role=made.role, purpose=made.purpose)
+                event = ModelCallEvent.of(
+                    outcome, step=step, role=made.role, purpose=made.purpose, cache=cache
+                )
                 self.call.emit(event)
             else:
                 failed += 1

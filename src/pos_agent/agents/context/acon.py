@@ -83,13 +83,21 @@ class AconContext:
     compression: Compression | None
     """The compression made before this step's decision, if the trigger fired."""
 
-    def render(self) -> str:
+    def units(self) -> int:
+        """History units a cut to fit the window may leave out, oldest first: the summary,
+        then each turn (`agents/fit.py`)."""
+        return (self.summary is not None) + len(self.turns)
+
+    def render(self, drop: int = 0) -> str:
+        """The summary and the turns, without the `drop` oldest units."""
         parts = []
-        if self.summary is not None:
-            parts.append(f"<HISTORY_SUMMARY>\n{self.summary}\n</HISTORY_SUMMARY>")
-        if self.turns:
+        summary = self.summary if drop == 0 else None
+        turns = self.turns[max(0, drop - (self.summary is not None)) :]
+        if summary is not None:
+            parts.append(f"<HISTORY_SUMMARY>\n{summary}\n</HISTORY_SUMMARY>")
+        if turns:
             label = "History since the summary" if self.summary is not None else "History"
-            parts.append(f"{label}:\n" + render_turns(self.turns))
+            parts.append(f"{label}:\n" + render_turns(turns))
         return "\n\n".join(parts)
 
 

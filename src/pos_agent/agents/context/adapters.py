@@ -107,8 +107,13 @@ class ContextMethod(Protocol):
         """Build the context for the decision at `step`; the events say what it holds."""
         ...
 
-    def render(self) -> str:
-        """The context as the prompt shows it (after this step's lookups)."""
+    def render(self, drop: int = 0) -> str:
+        """The context as the prompt shows it (after this step's lookups), without its `drop`
+        oldest history units (the cut to fit the window, `agents/fit.py`)."""
+        ...
+
+    def units(self) -> int:
+        """History units `render` may leave out."""
         ...
 
     def offer(self) -> Offer | None:
@@ -172,8 +177,11 @@ class AconAdapter:
         )
         return events
 
-    def render(self) -> str:
-        return self.context.render() if self.context is not None else ""
+    def render(self, drop: int = 0) -> str:
+        return self.context.render(drop) if self.context is not None else ""
+
+    def units(self) -> int:
+        return self.context.units() if self.context is not None else 0
 
     def offer(self) -> Offer | None:
         return None
@@ -242,8 +250,11 @@ class PaceAdapter:
             )
         ]
 
-    def render(self) -> str:
-        return self.context.render(self.glimpsed) if self.context is not None else ""
+    def render(self, drop: int = 0) -> str:
+        return self.context.render(self.glimpsed, drop) if self.context is not None else ""
+
+    def units(self) -> int:
+        return self.context.units() if self.context is not None else 0
 
     def offer(self) -> Offer | None:
         left = self.memory.glimpses_left
@@ -301,8 +312,11 @@ class HiAgentAdapter:
             )
         ]
 
-    def render(self) -> str:
-        return self.memory.view().render()
+    def render(self, drop: int = 0) -> str:
+        return self.memory.view().render(drop)
+
+    def units(self) -> int:
+        return self.memory.view().units()
 
     def offer(self) -> Offer | None:
         left = self.memory.retrieves_left

@@ -36,6 +36,8 @@ class InternalCall:
     role: str
     purpose: str
     outcome: Completion | ModelFailure
+    messages: tuple[Message, ...] = ()
+    """The prompt it was sent (for the ledger's estimate of cached prompt tokens)."""
 
     @property
     def ok(self) -> bool:
@@ -78,16 +80,23 @@ class ModelCaller:
             if answer is None:
                 return None
             if not cut_at_cap(answer, budget):
-                self.record(role, purpose, answer)
+                self.record(role, purpose, answer, messages)
                 text = answer.text.strip()
                 return text or None
-            self.record(role, purpose, _as_truncation(answer, budget, retried=attempt > 0))
+            truncated = _as_truncation(answer, budget, retried=attempt > 0)
+            self.record(role, purpose, truncated, messages)
             budget = max_tokens * TRUNCATION_RETRY_FACTOR
         return None
 
-    def record(self, role: str, purpose: str, outcome: Completion | ModelFailure) -> None:
-        """Keep a call made by other means (an embeddings request)."""
-        self.calls.append(InternalCall(role, purpose, outcome))
+    def record(
+        self,
+        role: str,
+        purpose: str,
+        outcome: Completion | ModelFailure,
+        messages: Sequence[Message] = (),
+    ) -> None:
+        """Keep a call (one made by other means, as an embeddings request, has no messages)."""
+        self.calls.append(InternalCall(role, purpose, outcome, tuple(messages)))
 
     def drain(self) -> list[InternalCall]:
         """The calls made since the last drain (the harness accounts them once per step)."""
@@ -116,7 +125,7 @@ class ModelCaller:
                 purpose=purpose,
             )
         except ModelFailure as failure:
-            self.record(role, purpose, failure)
+            self.record(role, purpose, failure, messages)
             if failure.unavailable:
                 raise InfrastructureError(f"the {role} model is unavailable: {failure}") from None
             if failure.kind in ("config", "context_overflow"):
@@ -126,7 +135,7 @@ class ModelCaller:
                 raise
             return None
         if keep:
-            self.record(role, purpose, answer)
+            self.record(role, purpose, answer, messages)
         return answer
 
 

@@ -78,13 +78,24 @@ class HiAgentContext:
     expanded: frozenset[int]
     active: Subgoal | None
 
-    def render(self) -> str:
+    def units(self) -> int:
+        """History units a cut to fit the window may leave out, oldest first: the turns before
+        the first subgoal, each completed subgoal, then the active subgoal's turns."""
+        active = len(self.active.turns) if self.active is not None else 0
+        return len(self.preamble) + len(self.completed) + active
+
+    def render(self, drop: int = 0) -> str:
+        """The memory without its `drop` oldest units (the active subgoal's line stays)."""
         parts = []
-        if self.preamble:
-            parts.append("Before the first subgoal:\n" + render_turns(self.preamble))
-        if self.completed:
+        preamble = self.preamble[drop:]
+        drop = max(0, drop - len(self.preamble))
+        completed = self.completed[drop:]
+        drop = max(0, drop - len(self.completed))
+        if preamble:
+            parts.append("Before the first subgoal:\n" + render_turns(preamble))
+        if completed:
             lines = []
-            for goal in self.completed:
+            for goal in completed:
                 if goal.number in self.expanded:
                     body = render_turns(goal.turns) or "(no actions)"
                     lines.append(f"{goal.number}. Subgoal: {goal.text} (retrieved)\n{body}")
@@ -92,7 +103,7 @@ class HiAgentContext:
                     lines.append(f"{goal.number}. Subgoal: {goal.text}\n   Summary: {goal.summary}")
             parts.append("Completed subgoals:\n" + "\n".join(lines))
         if self.active is not None:
-            turns = render_turns(self.active.turns) or "(no actions yet)"
+            turns = render_turns(self.active.turns[drop:]) or "(no actions yet)"
             parts.append(f"Current subgoal {self.active.number}: {self.active.text}\n{turns}")
         else:
             parts.append("No subgoal yet: name the first one.")

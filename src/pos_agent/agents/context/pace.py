@@ -157,10 +157,18 @@ class PaceContext:
     """Which scorer ran this step (tfidf, embedding:..., or tfidf after an embedding failure)."""
     chunks: dict[int, Chunk] = field(repr=False)
 
-    def render(self, glimpsed: Sequence[int] = ()) -> str:
-        """The block; glimpsed chunks are shown in full where they stand."""
+    def units(self) -> int:
+        """History units a cut to fit the window may leave out: the chunks, oldest first."""
+        return len(self.views)
+
+    def render(self, glimpsed: Sequence[int] = (), drop: int = 0) -> str:
+        """The block without its `drop` oldest chunks; glimpsed chunks are shown in full where
+        they stand."""
         shown = set(glimpsed)
-        lines = [self.chunks[v.id].render("full" if v.id in shown else v.level) for v in self.views]
+        lines = [
+            self.chunks[v.id].render("full" if v.id in shown else v.level)
+            for v in self.views[drop:]
+        ]
         return "\n\n".join(lines)
 
     def levels(self) -> dict[int, Level]:

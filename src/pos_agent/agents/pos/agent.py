@@ -290,10 +290,6 @@ class PosAgent:
         schema: type[BeliefPatch] | None = None,
     ) -> BeliefPatch | None:
         """One belief-model call answering with a patch (None: the call degraded)."""
-        note = state.limits.belief.patch_note
-        if note:  # the profile's line (compact only), after the instructions
-            system, *rest = messages
-            messages = [Message(system.role, f"{system.content} {note}"), *rest]
         return self.call(
             "belief",
             self.models.belief,
@@ -307,7 +303,12 @@ class PosAgent:
     def initialize(self, state: EpisodeState) -> Belief:
         patch = self._belief_patch(
             state,
-            prompts.belief_init(state.goal, state.observation.text, diagnostic=state.diagnostic),
+            prompts.belief_init(
+                state.goal,
+                state.observation.text,
+                diagnostic=state.diagnostic,
+                note=state.limits.belief.patch_note,
+            ),
             step=0,
             purpose="init",
             initial=True,
@@ -334,7 +335,10 @@ class PosAgent:
         patch = self._belief_patch(
             state,
             prompts.belief_update(
-                _render(turn.belief, state.limits.belief), step, diagnostic=state.diagnostic
+                _render(turn.belief, state.limits.belief),
+                step,
+                diagnostic=state.diagnostic,
+                note=state.limits.belief.patch_note,
             ),
             step=step.step,
             purpose="update",
@@ -410,6 +414,7 @@ class PosAgent:
                 verdict.findings,
                 sentinel.evidence(verdict.findings, step),
                 diagnostic=state.diagnostic,
+                note=state.limits.belief.patch_note,
             ),
             step=step.step,
             purpose="revision",
@@ -449,6 +454,7 @@ class PosAgent:
                 _render(belief, state.limits.belief),
                 [issue_text(i) for i in issues],
                 diagnostic=state.diagnostic,
+                note=state.limits.belief.patch_note,
             ),
             step=step,
             purpose="global_revision",

@@ -1,8 +1,11 @@
 """The PoS agent's prompts: the belief updater's (initialization, update and revision, from
 `pos_agent.updater.prompts`, re-exported here) and the policy's.
 
-Prompts carry the belief, never the transcript. The stable parts come first so that llama.cpp
-can reuse the KV prefix across calls. Observations reach the belief model and the policy whole.
+Prompts carry the belief, never the transcript. Observations reach the belief model and the
+policy whole. The layout is the updater's (`updater/prompts.py`): one shared system text, then
+the task and B_t, then the role's instructions (the policy's, moved from the system message,
+unchanged), then what changes; on tool environments the policy's tool schemas, the same all
+episode, come first, as in every method's prompt.
 """
 
 from __future__ import annotations
@@ -11,22 +14,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import actions_block, clip
+from pos_agent.roles.prompts import actions_block, clip, tools_block
 from pos_agent.roles.transition import Transition
 from pos_agent.updater.prompts import (
     BELIEF_SYSTEM,
     DIAGNOSIS_NOTE,
+    belief_head,
     belief_init,
     belief_revision,
     belief_system,
     belief_update,
     global_revision,
+    messages_of,
 )
 
 __all__ = [
     "BELIEF_SYSTEM",
     "DIAGNOSIS_NOTE",
     "POLICY_SYSTEM",
+    "belief_head",
     "belief_init",
     "belief_revision",
     "belief_system",
@@ -53,9 +59,13 @@ def policy(
     observation_chars: int | None = None,
     action_limit: int | None = None,
 ) -> list[Message]:
-    # The belief opens with the goal; the prompt names it only when the belief does not.
-    parts = [] if belief_text.startswith(f"Goal: {goal}") else [f"Goal: {goal}"]
-    parts.append(f"Belief:\n{belief_text}")
+    # Tool schemas are the same all episode: first, as in every method's prompt. The belief
+    # opens with the goal; the prompt names it only when the belief does not.
+    parts = [tools_block(tools, max_calls)] if tools else []
+    if not belief_text.startswith(f"Goal: {goal}"):
+        parts.append(f"Goal: {goal}")
+    parts.append(belief_head(belief_text))
+    parts.append(POLICY_SYSTEM)
     if recovery:
         parts.append(recovery)
     seen = observation.observation.strip()
@@ -68,5 +78,6 @@ def policy(
             else clip(seen, observation_chars)
         )
     )
-    parts.append(actions_block(actions, tools, max_calls, limit=action_limit))
-    return [Message("system", POLICY_SYSTEM), Message("user", "\n\n".join(parts))]
+    if not tools:
+        parts.append(actions_block(actions, None, max_calls, limit=action_limit))
+    return messages_of(*parts)

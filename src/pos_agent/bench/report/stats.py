@@ -19,6 +19,7 @@ from typing import Any
 
 from pos_agent.agents.methods import METHOD_NAMES, METHODS
 from pos_agent.bench.report.load import MissingCase
+from pos_agent.cost import PriceTable, TokenCounts, token_counts
 from pos_agent.llm._types import INTERNAL_ROLES, POS_ROLES
 from pos_agent.trace import CaseResult, is_scored
 
@@ -80,6 +81,8 @@ class TokenStats:
     prompt: Counter[str] = field(default_factory=Counter)
     completion: Counter[str] = field(default_factory=Counter)
     calls: Counter[str] = field(default_factory=Counter)
+    by_model: dict[tuple[str, str], TokenCounts] = field(default_factory=dict)
+    """(role, model spec) -> tokens, cached ones apart: what a price table bills."""
 
     def add(self, case: CaseResult) -> None:
         self.episodes += 1
@@ -87,6 +90,12 @@ class TokenStats:
             self.prompt[role] += used.prompt_tokens
             self.completion[role] += used.completion_tokens
             self.calls[role] += used.calls
+            # The baselines' internal roles call the backbone, the policy's model.
+            model = case.models.get(role) or case.models.get("policy") or ""
+            key = (role, model)
+            self.by_model[key] = self.by_model.get(key, TokenCounts()) + token_counts(
+                used.model_dump()
+            )
 
     def mean(self, counter: Counter[str], role: str) -> float | None:
         return counter[role] / self.episodes if self.episodes else None
@@ -197,6 +206,8 @@ class ReportData:
     stats: dict[str, MethodStats]
     context_field: str = DEFAULT_CONTEXT_FIELD
     problems: list[Problem] = field(default_factory=list)
+    prices: PriceTable | None = None
+    """`pos report --price-table`: the table the cost table bills with."""
 
     @property
     def methods(self) -> list[str]:

@@ -21,6 +21,7 @@ from pos_agent.bench.report.stats import (
     Rate,
     ReportData,
 )
+from pos_agent.cost import TokenCounts
 from pos_agent.trace import STATUSES, is_scored
 
 Cell = str | int | float | Rate | None
@@ -229,6 +230,86 @@ def tokens_table(data: ReportData) -> Table:
     )
 
 
+def cost_table(data: ReportData) -> Table | None:
+    """Table 2 in money (`pos report --price-table`): per method and role, the mean tokens per
+    episode, how many prompt tokens the cache served, the billed tokens and the cost."""
+    prices = data.prices
+    if prices is None:
+        return None
+    columns = [
+        "method",
+        "role",
+        "model",
+        "prompt",
+        "cached",
+        "completion",
+        "billed tokens",
+        f"cost ({prices.currency})",
+    ]
+    rows: list[list[Cell]] = []
+    unpriced: set[str] = set()
+    for stats in data.stats.values():
+        tokens = stats.tokens
+        if not tokens.episodes:
+            continue
+        n = tokens.episodes
+        total_billed: float | None = 0.0
+        total_cost: float | None = 0.0
+        total = TokenCounts()
+        order = {role: i for i, role in enumerate(data.roles)}
+        for (role, model), counts in sorted(
+            tokens.by_model.items(), key=lambda item: (order.get(item[0][0], 99), item[0])
+        ):
+            if not counts.prompt and not counts.completion:
+                continue
+            billed = prices.billed(model, counts)
+            cost = prices.cost(model, counts)
+            if billed is None or cost is None:
+                unpriced.add(model or "(unknown)")
+            total = total + counts
+            total_billed = None if billed is None or total_billed is None else total_billed + billed
+            total_cost = None if cost is None or total_cost is None else total_cost + cost
+            rows.append(_cost_row(stats.label, role, model, counts, billed, cost, n))
+        rows.append(_cost_row(stats.label, "total", "", total, total_billed, total_cost, n))
+    note = (
+        "Mean per scored episode. cached: prompt tokens the provider's cache served (the "
+        "server's count where it reported one, else the run's estimate under OpenAI's rule, "
+        "marked estimated in the trace; share of the prompt in brackets). Billed tokens put cached, written and output tokens "
+        "at their price relative to the input price; cost from the price table."
+    )
+    if unpriced:
+        note += " No price for: " + ", ".join(sorted(unpriced)) + " ('-')."
+    return Table(
+        "cost",
+        "Table 2 (cost): tokens, billed tokens and cost per method and role",
+        columns,
+        rows,
+        note,
+    )
+
+
+def _cost_row(
+    label: str,
+    role: str,
+    model: str,
+    counts: TokenCounts,
+    billed: float | None,
+    cost: float | None,
+    episodes: int,
+) -> list[Cell]:
+    share = f" ({100 * counts.cached / counts.prompt:.0f}%)" if counts.prompt else ""
+    return [
+        label,
+        role,
+        model,
+        counts.prompt / episodes,
+        f"{counts.cached / episodes:.0f}{share}",
+        counts.completion / episodes,
+        None if billed is None else billed / episodes,
+        None if cost is None else round(cost / episodes, 6),
+    ]
+
+
 def trapping_table(data: ReportData) -> Table:
     columns = [
         "method",
@@ -394,6 +475,7 @@ TABLES: list[Callable[[ReportData], Table | None]] = [
     pos_vs_baseline_table,
     category_table,
     tokens_table,
+    cost_table,
     trapping_table,
     context_table,
     denominators_table,

@@ -12,6 +12,7 @@ from pos_agent.bench.report.plots import write_plots
 from pos_agent.bench.report.render import render_markdown, table_csv
 from pos_agent.bench.report.stats import DEFAULT_CONTEXT_FIELD, aggregate
 from pos_agent.bench.report.tables import build_tables
+from pos_agent.cost import PriceTable
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,10 @@ def write_report(
     context_field: str = DEFAULT_CONTEXT_FIELD,
     split_runs: bool = False,
     plots: bool = True,
+    prices: PriceTable | None = None,
 ) -> WrittenReport:
-    """Read the runs and write `report.md`, one CSV per table and the PNG plots into `out_dir`."""
+    """Read the runs and write `report.md`, one CSV per table and the PNG plots into `out_dir`;
+    with `prices`, Table 2 in money too (the cost table)."""
     loaded = load_runs(run_dirs)
     problems = [] if split_runs else merge_problems(run_dirs)
     if problems:
@@ -62,6 +65,7 @@ def write_report(
     data = aggregate(
         loaded.cases, context_field=context_field, split_runs=split_runs, missing=loaded.missing
     )
+    data.prices = prices
     tables = build_tables(data)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_paths = []

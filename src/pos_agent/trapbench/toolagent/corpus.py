@@ -11,23 +11,31 @@ from pathlib import Path
 
 from pos_agent.trace import write_text_atomic
 from pos_agent.trapbench.records import load_records
+from pos_agent.trapbench.toolagent.family_b import FAMILY as FAMILY_B
+from pos_agent.trapbench.toolagent.family_b import make_corpus_b
 from pos_agent.trapbench.toolagent.generate import make_corpus
 from pos_agent.trapbench.toolagent.records import ToolManifest, ToolTrajectory
 
 TOOLS_FOLDER = "tools"
+TOOLS_B_FOLDER = FAMILY_B
+"""The held-out family `tools-b` (`family_b.py`) lives in `<out>/tools-b/`."""
 CORPUS_FILE = "corpus.jsonl"
 MANIFEST_FILE = "manifest.json"
 DEFAULT_TRAJECTORIES = 120
 
 
-def tools_corpus_file(out: Path) -> Path:
-    return out / TOOLS_FOLDER / CORPUS_FILE
+def tools_corpus_file(out: Path, family: str = TOOLS_FOLDER) -> Path:
+    return out / family / CORPUS_FILE
 
 
-def write_tools_corpus(out: Path, count: int, seed: int) -> tuple[Path, ToolManifest]:
-    """Generate `count` trajectories from `seed` into `out/tools/`; returns the corpus path."""
-    trajectories = make_corpus(count, seed)
-    folder = out / TOOLS_FOLDER
+def write_tools_corpus(
+    out: Path, count: int, seed: int, family: str = TOOLS_FOLDER
+) -> tuple[Path, ToolManifest]:
+    """Generate `count` trajectories from `seed` into `out/<family>/` (`tools`, or the held-out
+    `tools-b`); returns the corpus path and the manifest."""
+    maker = make_corpus_b if family == TOOLS_B_FOLDER else make_corpus
+    trajectories = maker(count, seed)
+    folder = out / family
     manifest = ToolManifest(
         seed=seed,
         trajectories=len(trajectories),

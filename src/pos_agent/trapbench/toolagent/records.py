@@ -103,7 +103,7 @@ class ToolSegment(BaseModel):
 
 class ToolTrajectory(BaseModel):
     version: int = TOOLS_VERSION
-    family: Literal["tools"] = "tools"
+    family: Literal["tools", "tools-b"] = "tools"
     id: str
     seed: int
     tasks: list[str]

@@ -44,11 +44,13 @@ from pos_agent.bench.case import (
     default_loader,
     run_case,
 )
+from pos_agent.bench.executors import Timeline, executor_for
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.preflight import Preflight, check_models, preflight, validate_cases
 from pos_agent.bench.recorder import DISK_FULL, case_fields
 from pos_agent.bench.run_folder import RunFolder, RunPlan
 from pos_agent.llm import ModelOptions
+from pos_agent.llm._ratelimit import RateLimits
 from pos_agent.trace import (
     KNOWN_RESULT_VERSIONS,
     TRACE_VERSION,
@@ -82,6 +84,16 @@ class BenchConfig:
     """One small call per distinct model before the first case; a broken model is refused."""
     describe: dict[str, Any] = field(default_factory=dict)
     """Recorded in config.json for humans (suite, methods, workers); not part of the identity."""
+    executor: str = "local"
+    """Where the cases are played: local (worker processes here) or ray (bench/executors/)."""
+    ray_address: str | None = None
+    """The Ray cluster to use (auto, HOST:PORT); None: a Ray started for this run."""
+    max_concurrency: int | None = None
+    """Ray: cases played at once (None: one per CPU of the cluster)."""
+    rate_limits: RateLimits | None = None
+    """Ray: one limit per model for the whole cluster (concurrency, pace, 429 Retry-After)."""
+    timeline: Timeline | None = None
+    """When set, each case's send, receive and play times are noted (perf.workers)."""
 
 
 @dataclass
@@ -303,6 +315,11 @@ def execute(todo: Sequence[CaseSpec], config: BenchConfig, deliver: Deliver) -> 
     interrupted, are delivered, and Interrupted (a KeyboardInterrupt) is raised; no further
     case starts."""
     queue = _Queue(todo, config.infra_retries, _retry_base_s(config))
+    executor_for(config.executor)(queue, config, deliver)
+
+
+def execute_locally(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
+    """The local executor: in this process with one worker, else in worker processes."""
     if config.workers <= 1:
         _execute_here(queue, config, deliver)
     else:
@@ -330,12 +347,14 @@ class _Queue:
     def __bool__(self) -> bool:
         return bool(self.items)
 
-    def retry(self, result: CaseResult, spec: CaseSpec) -> bool:
-        """Queue `spec` again when `result` is an infrastructure error with retries left."""
+    def retry(self, result: CaseResult, spec: CaseSpec, *, wait: bool = True) -> bool:
+        """Queue `spec` again when `result` is an infrastructure error with retries left;
+        `wait=False` (a lost node, not a failing server) lets it start again at once."""
         if result.status != "infra_error" or self.attempts[spec.folder] >= self.limit:
             return False
         self.attempts[spec.folder] += 1
         delay = min(RETRY_CAP_S, self.base_s * 2 ** (self.attempts[spec.folder] - 1))
+        delay = delay if wait else 0.0
         self.items.append((time.monotonic() + delay, spec))
         return True
 
@@ -364,6 +383,8 @@ def _execute_here(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
         if spec is None:
             _pause(queue.wait_s())
             continue
+        if config.timeline is not None:
+            config.timeline.send(spec.folder)
         try:
             result = run_case(
                 spec,
@@ -379,6 +400,8 @@ def _execute_here(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
         except CaseBusyError as busy:
             deliver(_stand_in(spec, config.run_dir.name, "infra_error", str(busy)))
             continue
+        if config.timeline is not None:
+            config.timeline.receive(spec.folder, result.duration_s)
         if queue.retry(result, spec):
             continue
         deliver(result)
@@ -433,6 +456,8 @@ class _Pool:
             workers.Job(spec, str(config.run_dir), config.run_dir.name, config.case_timeout_s)
         )
         worker.spec = spec
+        if config.timeline is not None:
+            config.timeline.send(spec.folder)
 
     def replies(self, timeout: float) -> list[tuple[CaseSpec, workers.Reply]]:
         """The replies of busy workers that answered (or died) within `timeout` seconds."""
@@ -514,6 +539,8 @@ def _execute_in_workers(queue: _Queue, config: BenchConfig, deliver: Deliver) ->
                 result = _outcome(reply, spec, config.run_dir)
                 if result is None:
                     continue
+                if config.timeline is not None:
+                    config.timeline.receive(spec.folder, result.duration_s)
                 if queue.retry(result, spec):
                     continue
                 deliver(result)

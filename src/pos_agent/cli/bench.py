@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Literal, NoReturn
 
 import typer
 
@@ -14,12 +14,16 @@ from pos_agent.bench.case import AGENTS, CaseSpec, RecordError
 from pos_agent.bench.run_folder import CONFIG_NAME, RunFolderError, check_run_name, prepare_out
 from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
 from pos_agent.bench.runner import Progress as BenchProgress
+from pos_agent.bench.shards import Shard
 from pos_agent.bench.suite import Suite, builtin_suites, load_suite
 from pos_agent.cli._common import console, progress_bar, shown
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.llm import wants_context_per_role
+from pos_agent.llm._ratelimit import RateLimits
 from pos_agent.trace import STATUS_MEANINGS, CaseResult, is_scored
+
+Executor = Literal["local", "ray"]
 
 
 @app.command()
@@ -73,6 +77,40 @@ def bench(
     list_suites: Annotated[
         bool, typer.Option("--list", help="List the built-in suites and exit.")
     ] = False,
+    executor: Annotated[
+        Executor,
+        typer.Option(
+            help="Where cases play: local (worker processes here) or ray (a Ray cluster, or a "
+            "Ray started for the run; the ray extra)."
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to use: auto or HOST:PORT (default: start one here)."),
+    ] = None,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            help="Ray: cases played at once (default: one per CPU of the cluster).", min=1
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Only shard I of N (1-based) of the cases, a contiguous range in suite order, "
+            "e.g. 2/8; merge the shards' runs with pos report."
+        ),
+    ] = None,
+    model_concurrency: Annotated[
+        int | None,
+        typer.Option(help="Ray: requests in flight per model, across the cluster.", min=1),
+    ] = None,
+    model_rpm: Annotated[
+        float | None,
+        typer.Option(
+            help="Ray: request starts per minute per model, across the cluster.", min=0.001
+        ),
+    ] = None,
     *,
     options: CaseOptions,
 ) -> None:
@@ -99,9 +137,23 @@ def bench(
         )
     if resume and not run_name:
         raise typer.BadParameter("--resume needs the --run name to continue", param_hint="--resume")
+    _check_executor(executor, workers, ray_address, max_concurrency, model_concurrency, model_rpm)
+    part = _shard(shard)
     loaded, specs = _cases(suite, methods, options, limit, lengths, seeds)
+    if part is not None:
+        everything = len(specs)
+        specs = part.take(specs)
+        if not specs:
+            console.print(
+                f"shard {part} of {everything} cases is empty; nothing to run "
+                f"(at most {everything} shards hold cases)"
+            )
+            return
+    default_name = f"{loaded.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if part is not None:
+        default_name += f"-shard{part.index}of{part.count}"
     try:
-        name = check_run_name(run_name or f"{loaded.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        name = check_run_name(run_name or default_name)
         prepare_out(options.out)
     except RunFolderError as exc:
         _fail(str(exc))
@@ -125,7 +177,15 @@ def bench(
             "health": options.health,
             "env_models": specs[0].env_models if specs else {},
             "workers": workers,
+            "executor": executor,
+            **({"shard": part.describe()} if part is not None else {}),
         },
+        executor=executor,
+        ray_address=ray_address,
+        max_concurrency=max_concurrency,
+        rate_limits=RateLimits(concurrency=model_concurrency, per_minute=model_rpm)
+        if model_concurrency or model_rpm
+        else None,
     )
     local = any(wants_context_per_role(m) for s in specs for m in s.models().values())
     threads = (
@@ -133,12 +193,58 @@ def bench(
         if local and workers > 1
         else ""
     )
+    where = f"{workers} worker(s){threads}"
+    if executor == "ray":
+        size = f"{max_concurrency} at once" if max_concurrency else "one per CPU"
+        where = f"Ray at {shown(ray_address or 'a cluster started here')}, {size}"
+    sharded = f" (shard {part})" if part is not None else ""
     console.print(
-        f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases ({shown(', '.join(methods))}), "
-        f"{workers} worker(s){threads} -> {shown(run_dir)}"
+        f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases{sharded} "
+        f"({shown(', '.join(methods))}), {where} -> {shown(run_dir)}"
     )
     results = _play(specs, config, name)
     _summarise(results, run_dir)
+
+
+def _check_executor(
+    executor: str,
+    workers: int,
+    ray_address: str | None,
+    max_concurrency: int | None,
+    model_concurrency: int | None,
+    model_rpm: float | None,
+) -> None:
+    """Refuse options that the chosen executor would silently ignore."""
+    if executor == "ray":
+        if workers > 1:
+            raise typer.BadParameter(
+                "--workers is the local executor's; with --executor ray use --max-concurrency",
+                param_hint="--workers",
+            )
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--ray-address", ray_address),
+            ("--max-concurrency", max_concurrency),
+            ("--model-concurrency", model_concurrency),
+            ("--model-rpm", model_rpm),
+        )
+        if value is not None
+    ]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)} work(s) with --executor ray only", param_hint=given[0]
+        )
+
+
+def _shard(text: str | None) -> Shard | None:
+    if text is None:
+        return None
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--shard") from None
 
 
 def _list_suites() -> None:

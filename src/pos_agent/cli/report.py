@@ -40,7 +40,12 @@ def report(
 ) -> None:
     """Success, tokens per role, trapping and context-length tables, methods side by side.
 
+    Several runs (the shards of `pos bench --shard I/N`, or runs of different methods) are
+    pooled into one row per method; runs where a method has other settings, or that hold the
+    same case, are refused with what differs (--split-runs shows each run on its own).
+
     Example: pos report runs/alfworld-mini-20250101 --out report/
+    Example: pos report runs/sweep-shard1of4 runs/sweep-shard2of4 ... --out report/
     """
     from pos_agent.bench.report import ReportError, write_report
     from pos_agent.cost import load_prices

@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pos_agent.envs import _pddl_cache as pddl_cache
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
 
@@ -298,6 +299,7 @@ class AlfWorldEnvironment(BudgetedEnvironment):
                 "ALFWorld needs `alfworld` and `textworld[pddl]`: install the `envs` extra "
                 "(`uv sync --extra envs`)."
             ) from exc
+        pddl_cache.install()  # the game's PDDL-to-SAS translations, reused (_pddl_cache.py)
         infos = textworld.EnvInfos(admissible_commands=True, won=True, policy_commands=self.expert)
         backend = AlfredDemangler(PddlEnv(infos), shuffle=False)
         try:

@@ -18,6 +18,7 @@ from typing import Any
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
 from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
 from pos_agent.llm._native_tools import decision_text, tool_functions
+from pos_agent.llm._ratelimit import request_slot
 from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
 from pos_agent.llm._server_modes import (
     ServerProfile,
@@ -185,16 +186,20 @@ class OpenAICompatibleBackend:
             return self._reply_of(reply, request, mode, several=bool(native and native[1]))
 
     def _post(self, arguments: dict[str, Any]) -> HttpReply:
-        return post_or_raise(
-            self._client,
-            self._endpoint,
-            arguments,
-            self._headers,
-            timeout_s=self.timeout_s,
-            max_bytes=self.max_reply_bytes,
-            where=self.base_url or "",
-            secrets=self.secrets,
-        )
+        # A cluster-wide limit (llm/_ratelimit.py), when one is installed, governs the send.
+        with request_slot(self.base_url or "", self.model_id) as slot:
+            reply = post_or_raise(
+                self._client,
+                self._endpoint,
+                arguments,
+                self._headers,
+                timeout_s=self.timeout_s,
+                max_bytes=self.max_reply_bytes,
+                where=self.base_url or "",
+                secrets=self.secrets,
+            )
+            slot.done(reply.status, retry_after_s(reply.headers))
+        return reply
 
     def _arguments(self, request: GenerationRequest, mode: StructuredMode | None) -> dict[str, Any]:
         arguments: dict[str, Any] = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pos_agent.bench.report.load import ReportError, load_runs
+from pos_agent.bench.report.merge import merge_problems
 from pos_agent.bench.report.plots import write_plots
 from pos_agent.bench.report.render import render_markdown, table_csv
 from pos_agent.bench.report.stats import DEFAULT_CONTEXT_FIELD, aggregate
@@ -36,6 +37,17 @@ def write_report(
     """Read the runs and write `report.md`, one CSV per table and the PNG plots into `out_dir`;
     with `prices`, Table 2 in money too (the cost table)."""
     loaded = load_runs(run_dirs)
+    problems = [] if split_runs else merge_problems(run_dirs)
+    if problems:
+        shown = problems[:10] + (
+            [f"... and {len(problems) - 10} more"] if len(problems) > 10 else []
+        )
+        raise ReportError(
+            "these runs cannot be pooled into one report: a method would mix settings (or "
+            "count a case twice). What differs:\n  "
+            + "\n  ".join(shown)
+            + "\nReport them separately, or pass --split-runs to show each run as its own method."
+        )
     if not loaded.cases:
         where = ", ".join(str(d) for d in run_dirs)
         detail = f" ({len(loaded.unfinished)} unfinished)" if loaded.unfinished else ""

@@ -575,6 +575,13 @@ def _outcome(reply: workers.Reply, spec: CaseSpec, run_dir: Path) -> CaseResult 
     folder = case_dir(run_dir, spec)
     if not folder.is_dir():
         return result  # the case never started: there is no folder to write into
+    write_stand_in(folder, spec, result)
+    return result
+
+
+def write_stand_in(folder: Path, spec: CaseSpec, result: CaseResult) -> None:
+    """Write a result standing in for a case whose worker gave none, under the case's lock;
+    a full disk is a RecordError, a lock held by a live writer leaves that writer's result."""
     try:
         with FileLock(folder / ".lock"):
             write_result(folder, result)
@@ -585,7 +592,6 @@ def _outcome(reply: workers.Reply, spec: CaseSpec, run_dir: Path) -> CaseResult 
             raise RecordError(
                 exc.errno, f"cannot write the result of {spec.folder}: {exc}"
             ) from None
-    return result
 
 
 def _stop(pool: _Pool, deliver: Deliver) -> None:

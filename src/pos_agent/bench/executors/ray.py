@@ -56,10 +56,11 @@ from pos_agent.bench.runner import (
     _Queue,
     _stand_in,
     case_dir,
+    write_stand_in,
 )
 from pos_agent.llm import ModelOptions
 from pos_agent.llm._ratelimit import Gate, RateLimits, install
-from pos_agent.trace import CaseResult, Status, write_result
+from pos_agent.trace import CaseResult, Status
 
 logger = logging.getLogger(__name__)
 
@@ -511,15 +512,13 @@ def _record_stand_in(spec: CaseSpec, config: BenchConfig, status: Status, error:
     folder = case_dir(config.run_dir, spec)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with FileLock(folder / ".lock"):
-            write_result(folder, result)
-    except LockHeld:
-        pass  # some process still writes there; its own result will stand
     except OSError as exc:
         if exc.errno in DISK_FULL:
             raise RecordError(
                 exc.errno, f"cannot write the result of {spec.folder}: {exc}"
             ) from None
+        return result
+    write_stand_in(folder, spec, result)
     return result
 
 

@@ -81,7 +81,7 @@ print(json.dumps({
 def _uv() -> str:
     found = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
     if not Path(found).exists():
-        pytest.skip("needs uv (https://docs.astral.sh/uv/) to build the wheel and the venv")
+        pytest.skip("needs uv (pip install uv) to build the wheel and the venv")
     return found
 
 

@@ -335,6 +335,7 @@ class Normaliser:
     ) -> None:
         self.rules: tuple[VolatileRule, ...] = (*rules, *extra)
         self._templates: dict[str, str] = {}
+        self._expansions: dict[str, tuple[str, ...]] = {}
         self._parts = [self._part(f"_r{i}", rule) for i, rule in enumerate(self.rules)]
         # Which rules a text may need, as bit masks over `rules` (bit i: rule i): the rules
         # without triggers, and per trigger the rules it lets in; each also for texts without
@@ -365,6 +366,14 @@ class Normaliser:
         self._templates[name] = _REFERENCE.sub(
             lambda m: f"\\g<{name}_{m.group(1)}>", rule.placeholder
         )
+        # A placeholder of plain text and references to the rule's own groups is expanded
+        # without `Match.expand`, which parses the template again on every match.
+        parts = _REFERENCE.split(rule.placeholder)
+        groups = set(_GROUP.findall(rule.pattern))
+        if not any("\\" in text for text in parts[0::2]) and groups.issuperset(parts[1::2]):
+            self._expansions[name] = tuple(
+                text if k % 2 == 0 else f"{name}_{text}" for k, text in enumerate(parts)
+            )
         return f"(?P<{name}>{pattern})"
 
     def _pattern(self, mask: int) -> re.Pattern[str]:
@@ -413,11 +422,20 @@ class Normaliser:
 
     def _replace(self, match: re.Match[str]) -> str:
         name = match.lastgroup
-        template = self._templates.get(name) if name is not None else None
-        if template is None:
+        if name is None or (template := self._templates.get(name)) is None:
             return match.group(0)
-        # A group that did not take part in the match expands to "".
-        return match.expand(template) if "\\" in template else template
+        if "\\" not in template:
+            return template
+        parts = self._expansions.get(name)
+        if parts is None:
+            # A group that did not take part in the match expands to "".
+            return match.expand(template)
+        # Text and group names alternate; a group that did not take part adds "", as in
+        # `Match.expand`.
+        text = parts[0]
+        for k in range(1, len(parts), 2):
+            text += (match.group(parts[k]) or "") + parts[k + 1]
+        return text
 
     def __call__(self, text: str) -> str:
         """`text`, lower-cased, with every volatile token replaced by its rule's placeholder."""

@@ -86,11 +86,13 @@ class WindowStep:
     none or when unknown."""
 
     def __post_init__(self) -> None:
-        for name in ("world", "focus"):
-            if not isinstance(getattr(self, name), WorldKeys):
-                raise TypeError(
-                    f"WindowStep.{name} must be a WorldKeys, got {type(getattr(self, name)).__name__}"
-                )
+        if not isinstance(self.world, WorldKeys) or not isinstance(self.focus, WorldKeys):
+            for name in ("world", "focus"):
+                if not isinstance(getattr(self, name), WorldKeys):
+                    raise TypeError(
+                        f"WindowStep.{name} must be a WorldKeys, "
+                        f"got {type(getattr(self, name)).__name__}"
+                    )
         if self.progress not in (0, 1):
             raise ValueError(f"WindowStep.progress must be 0 or 1, got {self.progress!r}")
         if self.novel is not None and (

@@ -274,16 +274,17 @@ _DEFAULT_SET = frozenset(DEFAULT_RULES)
 # white space right after `[` or `(`. The classes are disjoint, so at any place at most one
 # applies.
 _WORD_STARTS = (("digit", r"(?=\d)"), ("letter", r"(?=[a-z])"), ("word", r"(?![\da-z])"))
+# The other classes: the characters that start them (a character set's content), and what
+# must come before.
 _OTHER_STARTS = (
-    ("dash", r"(?<=\w)(?=-)"),
-    ("slash", r"(?=/)"),
-    ("bracket", r"(?=\[)"),
-    ("pipe", r"(?=\|)"),
-    ("hash", r"(?=#)"),
-    ("bar", rf"(?=[{_BAR_CHARS}])"),
-    ("space", r"(?<=[\[(])(?=\s)"),
+    ("dash", r"\-", r"(?<=\w)"),
+    ("slash", "/", ""),
+    ("bracket", r"\[", ""),
+    ("pipe", r"\|", ""),
+    ("hash", "#", ""),
+    ("bar", _BAR_CHARS, ""),
+    ("space", r"\s", r"(?<=[\[(])"),
 )
-_OTHER_GUARD = rf"(?=[-/\[|#\s{_BAR_CHARS}])"
 # Per default rule, the classes its matches can start in (read off its pattern: `\b\d` is a
 # digit at a word start, `\b[0-9a-f]` a digit or a letter there, `\[` a bracket, ...).
 _STARTS = {
@@ -400,24 +401,26 @@ class Normaliser:
         while lead < len(active) and self.rules[active[lead]] in _DEFAULT_SET:
             lead += 1
 
-        def branches(classes: tuple[tuple[str, str], ...]) -> list[str]:
-            found = []
-            for start, test in classes:
-                parts = [
-                    self._part(f"_{start}{i}", self.rules[i])
-                    for i in active[:lead]
-                    if start in _DEFAULT_STARTS[self.rules[i]]
-                ]
-                if parts:
-                    found.append(f"{test}(?:{'|'.join(parts)})")
-            return found
+        def rules(start: str) -> str:
+            return "|".join(
+                self._part(f"_{start}{i}", self.rules[i])
+                for i in active[:lead]
+                if start in _DEFAULT_STARTS[self.rules[i]]
+            )
 
-        word, other = branches(_WORD_STARTS), branches(_OTHER_STARTS)
+        word = [f"{test}(?:{found})" for start, test in _WORD_STARTS if (found := rules(start))]
+        other = [
+            (chars, f"{behind}(?=[{chars}])(?:{found})")
+            for start, chars, behind in _OTHER_STARTS
+            if (found := rules(start))
+        ]
         parts = []
         if word:
             parts.append(rf"(?<!\w)(?=\w)(?:{'|'.join(word)})")
         if other:
-            parts.append(f"{_OTHER_GUARD}(?:{'|'.join(other)})")
+            # One test on the characters the classes in use start with, then the classes.
+            chars = "".join(chars for chars, _ in other)
+            parts.append(f"(?=[{chars}])(?:{'|'.join(branch for _, branch in other)})")
         return "|".join(parts + [self._parts[i] for i in active[lead:]])
 
     def _replace(self, match: re.Match[str]) -> str:

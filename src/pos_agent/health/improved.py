@@ -440,15 +440,15 @@ def assess_and_read(
     # one are not counted (an agent that escaped and then repeats one call is not trapped again
     # on the strength of the loop it left). A step inside varied attempts that keep failing
     # the same way is no escape, whatever it showed.
-    last_productive = max(
+    last_productive = next(
         (
             k
-            for k, r in enumerate(judged)
-            if r.kind == "productive" and not reader.within_attempts(first + k)
+            for k in range(len(judged) - 1, -1, -1)
+            if judged[k].kind == "productive" and not reader.within_attempts(first + k)
         ),
-        default=-1,
+        -1,
     )
-    stagnation = sum(r.kind in _STUCK for r in judged[last_productive + 1 :]) / len(judged)
+    stagnation = len([r for r in judged[last_productive + 1 :] if r.kind in _STUCK]) / len(judged)
     stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)

@@ -157,14 +157,17 @@ class TextKeys:
         text = observation.lower()
         # `" ".join(part.split())` collapses white space as `_SPACES.sub(" ", part).strip()`
         # does (both use Python's notion of white space), at a fraction of the cost.
+        # Set comprehensions: cheaper than generators here.
         sentences = frozenset(
-            s for s in (" ".join(part.split()) for part in _SENTENCE_END.split(text)) if s
+            {s for s in map(" ".join, map(str.split, _SENTENCE_END.split(text))) if s}
         )
         found = _WORD.findall(text)
         words = frozenset(
-            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
-            for w in found
-            if w not in _FUNCTION_WORDS
+            {
+                w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
+                for w in found
+                if w not in _FUNCTION_WORDS
+            }
         )
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:

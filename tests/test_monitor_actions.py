@@ -118,3 +118,19 @@ def test_paging_through_results_is_not_a_trap() -> None:
             f"page {page}: src/mod{page}.py:12 TODO tidy item{page} (0.0{page}s)",
         )
         assert not report.trapped
+
+
+def test_a_loop_whose_first_round_ends_in_a_new_call_is_caught_in_its_second_round() -> None:
+    # The first round goes over two known calls and ends in one made there for the first time;
+    # the second round's first call is a cycle only in hindsight, from the call after it.
+    monitor = TrapMonitor()
+    pods = (ToolCall("kubectl", {"args": "get pods -l app=web"}), "web 0/1 CrashLoopBackOff")
+    logs = (ToolCall("kubectl", {"args": "logs deploy/web"}), "FATAL redis: dial cache refused")
+    service = (ToolCall("kubectl", {"args": "get svc cache"}), "cache ClusterIP 6379/TCP")
+    reports = [
+        monitor.observe(call, f"{text}, restarts {i}")
+        for i, (call, text) in enumerate([pods, logs, pods, logs, service, pods, logs, service])
+    ]
+    assert not any(r.trapped for r in reports[:6])
+    assert reports[-1].trapped and reports[-1].pattern == "cycle"
+    assert reports[-1].health.lag == 3

@@ -20,7 +20,9 @@ transition on its own terms:
   `pos_agent.monitor.failures`): two stretches in a row ending in the same failure, each with a
   call never made before, make their transitions that brought nothing drift (a semantic loop).
 - A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
-  a cycle (the first step of a loop's second round).
+  a cycle (the first step of a loop's second round). In hindsight, so is a step read as
+  unexplained when the call after it repeats, with it, the two calls p = 2..5 steps earlier
+  (a round that held a call made there for the first time).
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
   ones after the latest productive transition (progress ends what came before it), R = share
   of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
@@ -130,6 +132,8 @@ class _Reader:
             marked = self._marked if self._marked is not None else self._same_failure()
             if reading.kind != "drift" and i in marked:
                 reading = replace(reading, kind="drift")
+            elif reading.kind == "unexplained" and self._opens_round(i):
+                reading = replace(reading, kind="cycle")
             self._readings[i] = reading
         return reading
 
@@ -185,6 +189,20 @@ class _Reader:
         self._marked = frozenset(found)
         self._spanned = frozenset(spanned)
         return self._marked
+
+    def _opens_round(self, i: int) -> bool:
+        """The call into step i began a loop's next round: the call after it repeats, with
+        it, the two calls p = 2..5 steps earlier, and brought nothing. Known in hindsight: when
+        step i is the latest, or the next call breaks off, it stays as read. (A round may
+        hold a call made there for the first time, e.g. the last call of the first round, so
+        `_call_returns` alone cannot tell a second round's first step from a detour.)"""
+        steps = self.steps
+        if i + 1 >= len(steps) or steps[i].action is None:
+            return False
+        following = steps[i + 1]
+        if following.expected or _given_progress(following) or self._novel(i + 1) > 0:
+            return False
+        return _cycles(_action_repeats(steps, i + 1))
 
     def within_attempts(self, i: int) -> bool:
         """Step i lies inside varied attempts that failed as before (whatever it brought)."""

@@ -230,3 +230,32 @@ def test_distinct_files_that_log_the_same_errors_stay_silent() -> None:
         for n in range(10)
     ]
     assert not any(r.trapped for r in reports)
+
+
+def test_distinct_files_that_log_other_errors_in_turn_stay_silent() -> None:
+    """Log after log, each with one of a few errors: an error comes back two or three files
+    later, but every step between reported an error too. Nothing was done in between, only
+    read, so these are no attempts that failed as before."""
+    monitor = TrapMonitor(goal="explain the outage")
+    routes = ["cart", "checkout", "pay"]
+    listing = "\n".join(
+        f"logs/api-{n}.log:12: status=500 route=/api/{routes[n % 3]}" for n in range(12)
+    )
+    monitor.observe(call("grep", pattern="status=500", path="logs/"), listing)
+    reports = [
+        monitor.observe(
+            call("cat", path=f"logs/api-{n}.log"),
+            f"==> logs/api-{n}.log <==\nWARN route=/api/{routes[n % 3]} status=500 req={n:08x}ab",
+        )
+        for n in range(12)
+    ]
+    assert not any(r.trapped for r in reports)
+
+
+def test_a_semantic_loop_still_needs_only_an_attempt_between_failures() -> None:
+    """The attempt between two reports of one failure did something that reported no failure
+    (an edit): that stays a varied attempt."""
+    monitor = TrapMonitor(goal="make the tests pass")
+    monitor.observe(call("run_tests"), pytest_output())
+    reports = semantic_loop(monitor, 4)
+    assert reports[-1].trapped and reports[-1].pattern == "drift"

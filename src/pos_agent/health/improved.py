@@ -141,8 +141,9 @@ class _Reader:
         """The transitions of varied attempts that failed as before. A *varied attempt* is
         the stretch from a step whose output reported a failure to the next step reporting the
         same failure, at least two steps on, when some call made after the last progress given
-        in it was never made before, and its last step brought nothing (nothing first-seen,
-        no declared poll).
+        in it was never made before, some step between its ends reported no failure (the
+        attempt itself: an edit, a setting, a restart), and its last step brought nothing
+        (nothing first-seen, no declared poll).
         Once two
         consecutive stretches of one failure are varied attempts, their transitions that
         brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first
@@ -171,12 +172,16 @@ class _Reader:
             # read to decide on it is not part of it); it holds a call never made before, and
             # something was done before the failing step (the same failure on the very next
             # step is what is shown, not the outcome of an attempt: distinct files that log
-            # the same errors, read one after another).
+            # the same errors, read one after another). Between the two reports, some step
+            # reported no failure: an act that went through. Outputs that all report failures,
+            # one of them coming back a few steps on, are failures being read (log after log,
+            # each with one of a few errors), not attempts.
             after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
             attempt = (
                 i - j >= 2
                 and self._unproductive(i)
                 and any(not steps[k].action_seen for k in range(after + 1, i + 1))
+                and any(steps[k].failure is None for k in range(j + 1, i))
             )
             if not attempt:
                 varied.pop(failure, None)

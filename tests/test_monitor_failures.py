@@ -63,6 +63,26 @@ def test_a_failure_fixed_changes_the_signature() -> None:
     assert two is not None and one is not None and one != two
 
 
+GO_FAIL = """\
+=== RUN   TestTaxRound
+    tax_test.go:{line}: tax = {got}, want 1.00
+--- FAIL: TestTaxRound (0.05s)
+FAIL\tgithub.com/acme/shop/billing\t1.627s
+FAIL"""
+
+
+def test_a_diagnostic_line_of_a_failing_output_is_part_of_the_failure() -> None:
+    """Go prints the message on its own `file:line: message` line, above `--- FAIL`: a fix
+    that changes the message changes the failure; the line number alone does not."""
+    before = sig(GO_FAIL.format(line=33, got="1.0049999"))
+    after = sig(GO_FAIL.format(line=33, got="1.01"))
+    moved = sig(GO_FAIL.format(line=35, got="1.0049999"))
+    assert before is not None and after is not None
+    assert before != after
+    assert before == moved
+    assert sig("    tax_test.go:33: tax = 1.01, want 1.00\nok  billing 0.2s") is None
+
+
 def test_status_lines_are_kept_whole() -> None:
     bad_gateway = sig("HTTP/1.1 502 Bad Gateway\nDate: Tue, 01 Dec 2026 09:39:52 GMT")
     unavailable = sig("HTTP/1.1 503 Service Unavailable\nDate: Tue, 01 Dec 2026 09:39:53 GMT")

@@ -134,3 +134,46 @@ def test_a_loop_whose_first_round_ends_in_a_new_call_is_caught_in_its_second_rou
     assert not any(r.trapped for r in reports[:6])
     assert reports[-1].trapped and reports[-1].pattern == "cycle"
     assert reports[-1].health.lag == 3
+
+
+ROOMS = {
+    "office": "-= Office =- You are in an office. A desk stands here. There is an exit to the east.",
+    "garage": "-= Garage =- You arrive in a garage. A toolbox sits here. Exits lead south and west.",
+    "parlor": "-= Parlor =- You have entered a parlor. A sofa is here. A gateway leads south.",
+    "zone": "-= Recreation Zone =- You arrive in a recreation zone. A ping-pong table waits.",
+    "scullery": "-= Scullery =- You walk into a scullery. A sink and a mop are here.",
+}
+
+
+def test_retracing_a_path_with_text_commands_is_not_a_loop() -> None:
+    """Explore four rooms, then walk back the way one came: every room is known and nothing is
+    new, and `go north` twice in a row (or `go west` again) leads somewhere else each time. A
+    text command acts where it is given, so these are no repeats."""
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", ROOMS["office"])
+    out = [("go east", "garage"), ("go south", "parlor"), ("go south", "zone")]
+    back = [("go west", "scullery"), ("go east", "zone"), ("go north", "parlor")]
+    back += [("go north", "garage"), ("go west", "office")]
+    reports = [monitor.observe(command, ROOMS[room]) for command, room in out + back]
+    assert not any(r.trapped for r in reports)
+
+
+def test_going_back_and_forth_with_text_commands_is_still_a_cycle() -> None:
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", ROOMS["garage"])
+    reports = [
+        monitor.observe(command, ROOMS[room])
+        for command, room in [("go south", "parlor"), ("go north", "garage")] * 4
+    ]
+    assert reports[-1].trapped and reports[-1].pattern == "cycle"
+    assert sum(r.onset for r in reports) == 1
+
+
+def test_a_text_command_repeated_with_a_moving_counter_is_static() -> None:
+    """The state a command is given in is what is in view (its words), not its numbers."""
+    monitor = TrapMonitor(goal="get the build green")
+    reports = [
+        monitor.observe("make test", f"build failed, retries left {9 - i}, attempt {i}")
+        for i in range(7)
+    ]
+    assert reports[-1].trapped and reports[-1].pattern == "static"

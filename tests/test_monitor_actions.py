@@ -148,7 +148,8 @@ ROOMS = {
 def test_retracing_a_path_with_text_commands_is_not_a_loop() -> None:
     """Explore four rooms, then walk back the way one came: every room is known and nothing is
     new, and `go north` twice in a row (or `go west` again) leads somewhere else each time. A
-    text command acts where it is given, so these are no repeats."""
+    text command acts where it is given, so these are no repeats (nor, in hindsight, the
+    start of a loop's next round)."""
     monitor = TrapMonitor(goal="find the key")
     monitor.observe("look", ROOMS["office"])
     out = [("go east", "garage"), ("go south", "parlor"), ("go south", "zone")]
@@ -170,10 +171,28 @@ def test_going_back_and_forth_with_text_commands_is_still_a_cycle() -> None:
 
 
 def test_a_text_command_repeated_with_a_moving_counter_is_static() -> None:
-    """The state a command is given in is what is in view (its words), not its numbers."""
+    """What a text command showed is compared by its things (words), not its numbers: the
+    same command whose output only moves a counter is a repeat from its second use on."""
     monitor = TrapMonitor(goal="get the build green")
     reports = [
         monitor.observe("make test", f"build failed, retries left {9 - i}, attempt {i}")
         for i in range(7)
     ]
-    assert reports[-1].trapped and reports[-1].pattern == "static"
+    assert [r.reading for r in reports[1:]] == ["static"] * 6
+    onset = next(r for r in reports if r.onset)
+    assert onset.step == 5 and onset.pattern == "static"
+
+
+def test_walking_back_with_the_commands_of_two_steps_ago_is_not_a_loop_in_hindsight() -> None:
+    """Back through known rooms with `go north`, `go west`, `go north`, `go west`: the commands
+    repeat with period 2 but each pair leads into other rooms, so the step before is not the
+    first step of a loop's next round either."""
+    rooms = dict(ROOMS, vault="-= Vault =- You have entered a vault. A steel door hangs open.")
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", rooms["office"])
+    out = [("go east", "garage"), ("go south", "parlor"), ("go east", "zone")]
+    out += [("go south", "vault")]
+    back = [("go north", "zone"), ("go west", "parlor"), ("go north", "garage")]
+    back += [("go west", "office")]
+    reports = [monitor.observe(command, rooms[room]) for command, room in out + back]
+    assert not any(r.trapped for r in reports)

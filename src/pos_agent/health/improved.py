@@ -207,7 +207,12 @@ class _Reader:
         following = steps[i + 1]
         if following.expected or _given_progress(following) or self._novel(i + 1) > 0:
             return False
-        return _cycles(_action_repeats(steps, i + 1))
+        return any(
+            period > 1
+            and not _elsewhere(steps, i + 1, i + 1 - period)
+            and not _elsewhere(steps, i, i - period)
+            for period in _action_repeats(steps, i + 1)
+        )
 
     def within_attempts(self, i: int) -> bool:
         """Step i lies inside varied attempts that failed as before (whatever it brought)."""
@@ -244,6 +249,11 @@ class _Reader:
                 returns += (lag,)
         repeats = _action_repeats(steps, i)
         novel = self._novel(i)
+        if repeats and step.relative and novel == 0:
+            # A text command acts where it is given: the same command that showed other known
+            # things than at its earlier use (`go north` twice, into two known rooms) went
+            # somewhere else; retracing a path is no loop. Numbers are never entities.
+            repeats = tuple(p for p in repeats if not _elsewhere(steps, i, i - p))
         kind: StepKind
         if step.expected:
             kind = "waiting"
@@ -318,7 +328,8 @@ class _Reader:
 
 def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
     """The call into step i is the call of p = 2..MAX_PERIOD steps earlier, not the previous
-    one, and every call since that one was made before in the episode."""
+    one, and every call since that one was made before in the episode (a text command: and
+    it showed the same things as then)."""
     action = steps[i].action
     if action is None or steps[i - 1].action == action:
         return False
@@ -326,8 +337,14 @@ def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
         if not steps[i - period + 1].action_seen:
             return False
         if steps[i - period].action == action:
-            return steps[i].action_seen
+            return steps[i].action_seen and not _elsewhere(steps, i, i - period)
     return False
+
+
+def _elsewhere(steps: Sequence[WindowStep], i: int, j: int) -> bool:
+    """Step i's text command showed other things than at step j (it acted somewhere else)."""
+    step = steps[i]
+    return step.relative and step.world.entities != steps[j].world.entities
 
 
 def _given_progress(step: WindowStep) -> bool:

@@ -228,8 +228,6 @@ class TrapMonitor:
         self._outputs: set[str] = set()
         self._calls: set[str] = set()
         self._world: WorldKeys | None = None
-        self._states: dict[frozenset[str], int] = {}
-        self._in_view: frozenset[str] | None = None
         self._actions = ActionHistory()
         self._meter_call: str | None = None
         self._meter_output = ""
@@ -271,11 +269,9 @@ class TrapMonitor:
             return self._exempt_report()
         clean = self.normalise(observation)
         read = self._read(clean, belief)
-        entities = read.world.entities
-        first_seen = entities - self._seen
-        novel = len(first_seen)
+        novel = len(read.world.entities - self._seen)
         if novel:
-            self._seen |= entities
+            self._seen |= read.world.entities
         if read.source != "observations":
             novel += self._novel_words(clean)
         label, progress_source = self._progress(action, observation, progress, novel)
@@ -297,16 +293,6 @@ class TrapMonitor:
         action_seen = action_key in self._calls
         if len(self._calls) < 100_000:
             self._calls.add(action_key)
-        if not key.tools and key.words is None and self._in_view is not None:
-            # A text command acts where it is given ("go west", "take key", "cd .."): repeated
-            # from another state, it is another action (retracing a path is not a loop). A
-            # tool call names its target in its arguments, and prose is compared by its words.
-            # Whether the command was ever given (`action_seen`) stays the command's own.
-            action_key = f"{action_key}\x00{self._state_id(self._in_view)}"
-        # Where the next command is given: the things in view that were known before. Words
-        # seen for the first time are either new things (exploration, progress anyway) or
-        # noise the volatile rules do not know; numbers are never things.
-        self._in_view = entities - first_seen if first_seen else entities
         step = WindowStep(
             read.world,
             read.focus,
@@ -321,6 +307,7 @@ class TrapMonitor:
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
             failure=self._failure(clean),
+            relative=not key.tools and key.words is None,
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
         self._transitions.append(
@@ -418,16 +405,6 @@ class TrapMonitor:
         return result
 
     # -- inputs ----------------------------------------------------------------------------------
-
-    def _state_id(self, entities: frozenset[str]) -> int:
-        """A small id per distinct set of things in view (where a text command is given)."""
-        states = self._states
-        found = states.get(entities)
-        if found is None:
-            found = len(states)
-            if found < 100_000:
-                states[entities] = found
-        return found
 
     def _failure(self, clean: str) -> str | None:
         """The failure the observation reports (`failures.failure_signature`), once per text."""

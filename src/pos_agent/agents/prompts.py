@@ -104,9 +104,11 @@ def context_policy(
     lookups: Sequence[str] = (),
     action_limit: int | None = None,
     dropped: int = 0,
+    latest: str = "",
 ) -> list[Message]:
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
-    ends with the latest observation), the lookups made at this step, the actions."""
+    ends with the latest observation), the lookups made at this step, the actions. `latest`
+    (the latest observation) only places the memory's cache breakpoint."""
     system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
     parts = [tools_block(tools, max_calls)] if tools else []
     parts += goal_and_start(goal, first_observation)
@@ -131,7 +133,7 @@ def context_policy(
     marks = [ends[stable]]
     if held is not None:
         start = ends[held] - len(parts[held])
-        marks += [start + mark for mark in history_marks(parts[held])]
+        marks += [start + mark for mark in history_marks(parts[held], latest)]
     return [system_message(system), Message("user", user, breakpoints_at(user, marks))]
 
 

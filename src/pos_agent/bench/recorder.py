@@ -100,6 +100,9 @@ class CaseRecorder:
         self._announced = True
         if settings is not None:
             self.settings = settings
+        if self.options.cache_breakpoints:
+            # It changes every request: in the trace header and the result's settings.
+            self.settings = {**self.settings, "cache_breakpoints": True}
         spec = self.spec
         self.trace.emit(
             EpisodeStartEvent(
@@ -163,7 +166,6 @@ class CaseRecorder:
                 **({"env_models": self.env_labels} if self.env_labels else {}),
                 # The rule of the cached-token estimates, for `pos report`.
                 "cache_rule": spec.cache_rule,
-                "cache_breakpoints": self.options.cache_breakpoints,
             },
             **self._provenance(),
         )

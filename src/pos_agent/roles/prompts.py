@@ -39,14 +39,18 @@ def part_ends(parts: Sequence[str], separator: str = "\n\n") -> list[int]:
     return ends
 
 
-def history_marks(text: str) -> list[int]:
+def history_marks(text: str, latest: str = "") -> list[int]:
     """The breakpoints of a history (turns as `Transition.render` writes them, separated by
-    a blank line): the end of the history before its newest turn, and the end of the whole;
-    none when `text` holds no turn."""
+    a blank line): the end of the history before its newest turn, and the end of the newest
+    turn (the end of the text, or of the `latest` observation when a line follows it, as
+    HiAgent's line asking for a first subgoal); none when `text` holds no turn."""
     if "[step " not in text:
         return []
     newest = text.rfind("\n\n[step ")
-    return ([newest] if newest > 0 else []) + [len(text)]
+    latest = latest.strip()
+    shown = text.rfind(latest, max(0, newest)) if latest else -1
+    end = shown + len(latest) if shown >= 0 else len(text)
+    return ([newest] if newest > 0 else []) + [end]
 
 
 def clip(text: str, limit: int | None) -> str:

@@ -22,7 +22,10 @@ transition on its own terms:
 - A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
   a cycle (the first step of a loop's second round). In hindsight, so is a step read as
   unexplained when the call after it repeats, with it, the two calls p = 2..5 steps earlier
-  (a round that held a call made there for the first time).
+  (a round that held a call made there for the first time). And once a whole round of
+  p = 2..5 calls has come back and its second round brought nothing, the first round's steps
+  after its first call are a cycle too (each is the same call after the same call as a step
+  that brought nothing), whatever they brought then.
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
   ones after the latest productive transition (progress ends what came before it), R = share
   of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.

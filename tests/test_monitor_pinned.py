@@ -49,14 +49,14 @@ def _run(stream_name: str, health: str) -> tuple[str, str]:
 PINNED: dict[tuple[str, str], tuple[str, str]] = {
     ("text", "improved"): (
         "-.- s.- s.- s.- sSi sS- sS- sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- cCi "
-        "cC- cC- cCb cCb cCb cCb sCb sCs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs "
+        "cC- cC- cCb cCb cCb cCb sCb sCs sCs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs "
         "sSs uSs cSs cSs cCs cCs cCs cCs cCs cCs cCs cCs p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- c.- c.- cCi cC- p.- p.- p.- p.- p.- p.- u.- c.- p.- u.- c.- "
-        "c.- cCi cC- cC- cCb cCb cCb sCb sCb sSs sSs sSs sSs sSs uSs p.- p.- p.- p.- p.- "
+        "cCi cC- cC- cCb cCb cCb cCb sCb sCs sCs sSs sSs sSs sSs uSs p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- u.- u.- c.- u.- s.- cCi cC- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- c.- c.- cCi cC- cC- cCb uCb u.- c.- "
-        "u.- p.- u.- c.- c.- cCi cC- cC- cCb cCb",
-        "2f8a0e80fec12838",
+        "u.- p.- u.- c.- cCi cC- cC- cCb cCb cCb",
+        "d6a36691f7fc4a77",
     ),
     ("text", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- c.- "
@@ -71,14 +71,14 @@ PINNED: dict[tuple[str, str], tuple[str, str]] = {
     ),
     ("tools", "improved"): (
         "-.- s.- s.- s.- sSi sS- sS- sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- p.- p.- p.- p.- p.- p.- p.- c.- c.- cCi p.- p.- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- u.- s.- s.- sSi sS- sS- sSb sSb uS- u.- c.- c.- cCi cC- cC- cCb cCb cCb p.- "
-        "p.- p.- p.- p.- p.- p.- u.- u.- c.- c.- cCi cC- cC- sCb cCb cCb cCb cCb cCs p.- "
+        "p.- p.- p.- p.- p.- p.- p.- p.- c.- cCi cC- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
+        "p.- u.- s.- s.- sSi sS- sS- sSb sSb uS- u.- c.- cCi cC- cC- cCb cCb cCb cCb p.- "
+        "p.- p.- p.- p.- p.- p.- u.- u.- c.- cCi cC- cC- cCb sCb cCb cCb cCb cCs cCs p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- u.- s.- s.- sSi p.- p.- p.- p.- p.- p.- p.- p.- p.- u.- p.- p.- p.- p.- p.- "
         "p.- u.- s.- s.- sSi sS- sS- sSb sSb p.-",
-        "3d4845868112eb2a",
+        "423287df90409cd9",
     ),
     ("tools", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "

@@ -347,6 +347,32 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "-"
 
 
+def all_cached(calls: Sequence[Call]) -> TokenCounts:
+    """The calls' tokens with every prompt token served from the cache."""
+    prompt = sum(c.prompt_tokens for c in calls)
+    return TokenCounts(prompt, sum(c.completion_tokens for c in calls), cached=prompt)
+
+
+def floor(pos: Sequence[Call], raw: Sequence[Call], price: float, *, raw_cached: bool) -> float:
+    """The lowest billed pos/raw a prompt layout could reach at `price`: every PoS prompt token
+    served from the cache, raw's as measured under OpenAI's rule (or, with `raw_cached`, all of
+    raw's too). The content is the same, so the completions and the prompt sizes are too."""
+    pos_bill = all_cached(pos).billed(price)
+    raw_bill = (all_cached(raw) if raw_cached else counts(raw, "openai")).billed(price)
+    return pos_bill / raw_bill if raw_bill else float("nan")
+
+
+def floor_lines(name: str, pos: Sequence[Call], raw: Sequence[Call]) -> list[str]:
+    """The episode's floor lines, at the cached prices of the issue's targets."""
+    lines = []
+    for label, raw_cached in (("all pos prompts", False), ("all prompts of both", True)):
+        cells = " ".join(
+            f"{p}x={floor(pos, raw, p, raw_cached=raw_cached):.2f}" for p in (0.5, 0.1)
+        )
+        lines.append(f"{name}: floor pos/raw if {label} were cached: {cells}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -363,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     if bad:
         parser.error(f"unknown: {', '.join(bad)}")
     billed_ratio: dict[float, dict[str, str]] = {p: {} for p in CACHED_PRICES}
+    played: dict[str, dict[str, list[Call]]] = {}
     for name in episodes:
         recording: Recording | None = None
         if name == "rca":
@@ -376,6 +403,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             recording = got
         per_method = {m: run_episode(name, m, args.steps, recording) for m in methods}
+        played[name] = per_method
         print(f"\n{name}: {args.steps}-step scripted episode")
         head = f"{'method':>8} {'calls':>6} {'prompt':>9} {'compl.':>7}"
         head += "".join(f" {r + ' %':>12}" for r in RULES)
@@ -415,6 +443,15 @@ def main(argv: list[str] | None = None) -> None:
         )
         for line in server_run(args.server_steps):
             print(line)
+    floors = [
+        line
+        for name, per_method in played.items()
+        if "pos" in per_method and "raw" in per_method
+        for line in floor_lines(name, per_method["pos"], per_method["raw"])
+    ]
+    if floors:
+        print("\nfloor: billed pos/raw under openai with the same tokens, cached at best")
+        print("\n".join(floors))
     for price in (0.5, 0.1):
         cells = " ".join(f"{e}={billed_ratio[price].get(e, '-')}" for e in EPISODES)
         print(f"billed pos/raw at {price}x cached: {cells}")

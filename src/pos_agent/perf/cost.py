@@ -20,12 +20,20 @@ of the episode (`cost/cache.py`): the tokens it shares with the longest matching
 each provider's rule, are what that provider could serve from its cache. Tokens are the
 scripted backend's estimate (four characters a token). Billed tokens = uncached prompt tokens +
 cached ones at the cached price (a fraction of the input price) + completion tokens (at the
-input price). With `--server` the alfworld episode of raw and pos is run once more, shorter,
-against llama-cpp-python's OpenAI-compatible server (the embedded SmolLM2 model, prompt cache
-on), and the prompt tokens the server itself reported reusing (its log's "prefix-match hit")
-are printed next to the estimates under the llamacpp rule (the last prompt's state only) and
-the llamacpp-ram rule (`--cache`: the states of earlier prompts too). The server also counts
-the repair turns and chat-template tokens the estimate does not see.
+input price). Before the last two lines, per episode, the floor: the billed pos/raw if every
+PoS prompt token were served from the cache and raw's stayed as measured, and with raw's all
+cached too (what no layout of the same content can beat).
+
+With `--server` the alfworld episode of raw and pos is run once more, shorter, against
+llama-cpp-python's OpenAI-compatible server (the embedded SmolLM2 model, `--cache` on: the
+server keeps the state of every request, its prompt then its answer, and starts a prompt from
+the one sharing the longest prefix). Every request that reaches the server is recorded as sent
+(`SentLog`: the answer's schema in the system message, as this server has no native schema
+mode, and the repair turns, which `Calls` does not see), with the prompt tokens the server
+itself reported reusing for it (its log's "prefix-match hit"). The estimate applies the
+server's rule to those requests by characters, with the server's own prompt token counts; it
+is printed next to the same rule on `Calls` (what `Model.answer` sees) and on the server's own
+tokens (the model's chat template and tokenizer).
 
 The last two lines, under OpenAI's rule:
 `billed pos/raw at 0.5x cached: alfworld=<a> rca=<b> loca=<c>` and the same at 0.1x.
@@ -54,9 +62,10 @@ from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.bench.suite import load_suite
 from pos_agent.cost import CACHE_RULES, PrefixCache, TokenCounts, prompt_text
+from pos_agent.cost.cache import shared_prefix
 from pos_agent.envs import Environment, TaskKind, make_env
 from pos_agent.llm import CallWrapper, Completion, Model, Request, ScriptedModel, TokenLedger
-from pos_agent.llm.backend import GenerationRequest
+from pos_agent.llm.backend import Backend, GenerationRequest, RawReply
 from pos_agent.perf.baselines import Backbone, Probe, Recording, ReplayEnv, record
 from pos_agent.perf.prompt_growth import ScriptedRoles
 from pos_agent.roles.limits import AgentLimits, ProfileName, role_limits
@@ -270,6 +279,144 @@ def run_episode(name: str, method: str, steps: int, recording: Recording | None)
 
 
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
+ANSWER_MARK = "<|assistant|>"
+"""What follows a prompt in the state the server keeps (`prompt_text`'s form of the answer)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as it reached the server: the messages as sent (the answer's schema in the
+    system message where the server has no native schema mode, the repair turns), the answer,
+    the server's own count of the prompt's tokens, and the prompt tokens its log says it
+    reused for this request."""
+
+    role: str
+    purpose: str
+    messages: tuple[tuple[str, str], ...]
+    answer: str
+    prompt_tokens: int
+    server_cached: int
+
+    @property
+    def text(self) -> str:
+        return prompt_text(self.messages)
+
+
+class SentLog:
+    """A backend that passes every request on and keeps it as sent (`Sent`), with what the
+    server's log says about it. `Calls` sees `Model.answer`; the requests below it (the
+    schema instruction, the repair turns) are what the server caches."""
+
+    def __init__(self, backend: Backend, log: Path) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.model_id = backend.model_id
+        self.base_url = backend.base_url
+        self.log = log
+        self.sent: list[Sent] = []
+
+    def __getattr__(self, name: str) -> Any:
+        # constrains_output, secrets, ...: the backend's own.
+        return getattr(self.backend, name)
+
+    def generate(self, request: GenerationRequest) -> RawReply:
+        start = self.log.stat().st_size if self.log.exists() else 0
+        reply: RawReply | None = None
+        try:
+            reply = self.backend.generate(request)
+            return reply
+        finally:
+            # The server logs the hit before it answers (its stderr is line-buffered).
+            with self.log.open("rb") as lines:
+                lines.seek(start)
+                told = lines.read().decode(errors="replace")
+            self.sent.append(
+                Sent(
+                    request.role,
+                    request.purpose,
+                    tuple((m.role, m.content) for m in request.messages),
+                    reply.text if reply is not None else "",
+                    reply.usage.prompt_tokens if reply is not None else 0,
+                    sum(int(h) for h in _PREFIX_HIT.findall(told)),
+                )
+            )
+
+
+Tokens = str | list[int]
+
+
+def _common(a: Tokens, b: Tokens) -> int:
+    if isinstance(a, str) and isinstance(b, str):
+        return shared_prefix(a, b)
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def server_reuse(
+    prompts: Sequence[Tokens], answers: Sequence[Tokens], sizes: Sequence[int], *, ram: bool
+) -> list[int]:
+    """Per request, the prompt tokens llama-cpp-python's server reuses, by its own rule: the
+    longest prefix the prompt shares with a state the server kept, the state of an earlier
+    request being its prompt followed by its answer; `ram` (`--cache`): any earlier state, else
+    the last one only. A prompt held whole still has its last token evaluated again. `prompts`
+    are texts (their shared characters converted with the server's count of each prompt's
+    tokens, `sizes`) or token lists."""
+    states: list[Tokens] = []
+    reused = []
+    for prompt, answer, size in zip(prompts, answers, sizes, strict=True):
+        pool = states if ram else states[-1:]
+        shared = max((_common(state, prompt) for state in pool), default=0)
+        if shared >= len(prompt):
+            reused.append(max(0, size - 1))
+        elif isinstance(prompt, str):
+            reused.append(int(shared * size / len(prompt)) if prompt else 0)
+        else:
+            reused.append(shared)
+        states.append(prompt + answer)  # type: ignore[operator]
+    return reused
+
+
+def sent_estimate(sent: Sequence[Sent], *, ram: bool = True) -> list[int]:
+    """`server_reuse` on the requests as sent, by characters (`prompt_text` with the answer
+    after `ANSWER_MARK`) and the server's prompt token counts: the estimate."""
+    return server_reuse(
+        [s.text for s in sent],
+        [f"{ANSWER_MARK}{s.answer}" for s in sent],
+        [s.prompt_tokens for s in sent],
+        ram=ram,
+    )
+
+
+def tokenized_reuse(sent: Sequence[Sent], gguf: Path) -> list[int] | str:
+    """`server_reuse` on the server's own tokens: each request put through the model's chat
+    template and tokenizer as llama-cpp-python's server does; a reason string if it cannot."""
+    try:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        vocab = Llama(str(gguf), vocab_only=True, verbose=False)
+        text_of = vocab._model.token_get_text
+        template = Jinja2ChatFormatter(
+            vocab.metadata["tokenizer.chat_template"],
+            text_of(vocab.token_eos()),
+            text_of(vocab.token_bos()),
+            stop_token_ids=[vocab.token_eos()],
+        )
+        prompts: list[Tokens] = []
+        answers: list[Tokens] = []
+        for s in sent:
+            turns: list[Any] = [{"role": r, "content": c} for r, c in s.messages]
+            shaped = template(messages=turns)
+            prompt = shaped.prompt.encode()
+            prompts.append(vocab.tokenize(prompt, add_bos=not shaped.added_special, special=True))
+            answers.append(vocab.tokenize(s.answer.encode(), add_bos=False, special=False))
+        return server_reuse(prompts, answers, [len(p) for p in prompts], ram=True)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
 
 
 def _free_port() -> int:
@@ -278,9 +425,52 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _gap(estimate: int, server: int) -> str:
+    return f"{100 * (estimate - server) / server:+.1f}%" if server else "n/a"
+
+
+def server_table(
+    runs: Sequence[tuple[str, Sequence[Call], range]],
+    sent: Sequence[Sent],
+    tokenized: Sequence[int] | str,
+) -> list[str]:
+    """One row per method: calls and requests, the server's prompt tokens, what it reported
+    reusing, the estimate on the requests as sent and its gap, the same on `Calls` (what
+    `Model.answer` sees) and on the server's own tokens; then why, where a gap is over 10%."""
+    estimate = sent_estimate(sent)
+    lines = [
+        f"{'method':>8} {'calls':>6} {'sent':>5} {'prompt':>7} {'server cached':>14} "
+        f"{'estimate':>9} {'est-srv':>8} {'on calls':>9} {'est-srv':>8} {'tokenized':>10} "
+        f"{'tok-srv':>8}"
+    ]
+    over = []
+    for method, calls, span in runs:
+        server = sum(sent[i].server_cached for i in span)
+        mine = sum(estimate[i] for i in span)
+        on_calls = sum(cached_tokens(calls, "llamacpp-ram"))
+        exact = "-" if isinstance(tokenized, str) else str(sum(tokenized[i] for i in span))
+        exact_gap = "-" if isinstance(tokenized, str) else _gap(int(exact), server)
+        prompt = sum(sent[i].prompt_tokens for i in span)
+        lines.append(
+            f"{method:>8} {len(calls):>6} {len(span):>5} {prompt:>7} {server:>14} {mine:>9} "
+            f"{_gap(mine, server):>8} {on_calls:>9} {_gap(on_calls, server):>8} {exact:>10} "
+            f"{exact_gap:>8}"
+        )
+        if server and abs(mine - server) > 0.1 * server:
+            over.append(method)
+    if isinstance(tokenized, str):
+        lines.append(f"(no tokenized column: {tokenized})")
+    if over:
+        lines.append(
+            f"estimate not within 10% on {', '.join(over)}: it counts shared characters where "
+            "the server counts tokens (see the tokenized column for the server's own)"
+        )
+    return lines
+
+
 def server_run(steps: int) -> list[str]:
     """raw and pos on the alfworld episode against llama-cpp-python's server (prompt cache on):
-    the server's reused prompt tokens next to the llamacpp estimate."""
+    the server's reused prompt tokens next to the estimate."""
     from pos_agent.llm import ModelOptions, load_model
     from pos_agent.llm._local import embedded_gguf_path
 
@@ -308,8 +498,11 @@ def server_run(steps: int) -> list[str]:
                     time.sleep(0.5)
             options = ModelOptions(base_url=url, api_key="local", timeout_s=900, max_retries=1)
             model = load_model("openai:smollm", options)
+            wire = SentLog(model.backend, log)
+            model.backend = wire
+            runs: list[tuple[str, Sequence[Call], range]] = []
             for method in ("raw", "pos"):
-                before = len(_PREFIX_HIT.findall(log.read_text(errors="replace")))
+                first = len(wire.sent)
                 calls = Calls(model, spec="openai:smollm")
                 # The embedded model's profile and budget (what `--model local` runs with).
                 try:
@@ -318,18 +511,7 @@ def server_run(steps: int) -> list[str]:
                              profile="compact")  # fmt: skip
                 except Exception as exc:
                     lines.append(f"{method:>8} stopped: {type(exc).__name__}: {exc}"[:300])
-                hits = [int(h) for h in _PREFIX_HIT.findall(log.read_text(errors="replace"))]
-                server = sum(hits[before:])
-                last = sum(cached_tokens(calls.calls, "llamacpp"))
-                ram = sum(cached_tokens(calls.calls, "llamacpp-ram"))
-                prompt = sum(c.prompt_tokens for c in calls.calls)
-                gaps = [
-                    f"{100 * (e - server) / server:+.1f}%" if server else "n/a" for e in (last, ram)
-                ]
-                lines.append(
-                    f"{method:>8} {len(calls.calls):>6} {prompt:>10} {server:>14} {last:>10} "
-                    f"{gaps[0]:>9} {ram:>10} {gaps[1]:>9}"
-                )
+                runs.append((method, calls.calls, range(first, len(wire.sent))))
         finally:
             process.terminate()
             try:
@@ -337,7 +519,9 @@ def server_run(steps: int) -> list[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=20)
-    return lines
+    # The methods ran one after the other on one server: its states carry over.
+    tokenized = tokenized_reuse(wire.sent, embedded_gguf_path())
+    return server_table(runs, wire.sent, tokenized) + lines
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -434,12 +618,8 @@ def main(argv: list[str] | None = None) -> None:
                 billed_ratio[price][name] = ratio(billed["pos"][price], billed["raw"][price])
     if args.server:
         print(
-            f"\nllama-cpp-python server, alfworld {args.server_steps} steps, SmolLM2 "
-            "(prompt tokens the server reports reusing vs the llamacpp estimate)"
-        )
-        print(
-            f"{'method':>8} {'calls':>6} {'prompt':>10} {'server cached':>14} {'last only':>10} "
-            f"{'est-srv':>9} {'ram cache':>10} {'est-srv':>9}"
+            f"\nllama-cpp-python server (--cache), alfworld {args.server_steps} steps, SmolLM2: "
+            "prompt tokens the server reports reusing vs the estimate on the requests it got"
         )
         for line in server_run(args.server_steps):
             print(line)

@@ -224,6 +224,7 @@ class ContextAgent(BackboneAgent):
                 lookups=[f"{x.request}: {x.note}" for x in lookups],
                 action_limit=limits.action_list,
                 dropped=dropped,
+                latest=observation.text,
             )
 
         messages = self.fitted_prompt(

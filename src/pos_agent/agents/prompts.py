@@ -11,8 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.agents.fit import cut_note
-from pos_agent.llm import Message
-from pos_agent.roles.prompts import actions_block, clip, goal_and_start, tools_block
+from pos_agent.llm import Message, breakpoints_at
+from pos_agent.roles.prompts import (
+    actions_block,
+    clip,
+    goal_and_start,
+    history_marks,
+    part_ends,
+    tools_block,
+)
 from pos_agent.roles.transition import Transition, render_transitions
 
 __all__ = ["actions_block", "clip", "tools_block"]  # shared parts, re-exported for the baselines
@@ -51,15 +58,24 @@ def raw_policy(
     turns = render_transitions(history)
     step = history[-1].step if history else dropped
     cut = f"\n{cut_note(dropped)}" if dropped else ""
+    head = stable_tools(tools, max_calls) + "\n\n".join(goal_and_start(goal, first_observation))
+    opening = f"\nHistory:{cut}\n"
     user = (
-        stable_tools(tools, max_calls)
-        + "\n\n".join(goal_and_start(goal, first_observation))
+        head
         + "\n"
-        + (f"\nHistory:{cut}\n{turns}\n" if turns else "")
+        + (f"{opening}{turns}\n" if turns else "")
         + f"\n{position_line(step)}"
         + ("" if tools else "\n\n" + actions_block(actions, None, max_calls, limit=action_limit))
     )
-    return [Message("system", RAW_SYSTEM), Message("user", user)]
+    # Breakpoints: after the system text, the tools and the task, and in the history.
+    start = len(head) + 1 + len(opening)
+    marks = [len(head), *(start + mark for mark in history_marks(turns))]
+    return [system_message(RAW_SYSTEM), Message("user", user, breakpoints_at(user, marks))]
+
+
+def system_message(text: str) -> Message:
+    """A system message, a cache breakpoint at its end (the first stable prefix)."""
+    return Message("system", text, (len(text),))
 
 
 def stable_tools(tools: Sequence[dict[str, Any]] | None, max_calls: int) -> str:
@@ -88,14 +104,18 @@ def context_policy(
     lookups: Sequence[str] = (),
     action_limit: int | None = None,
     dropped: int = 0,
+    latest: str = "",
 ) -> list[Message]:
     """The shared ReAct prompt of a context method: goal, step 0, the method's memory (which
-    ends with the latest observation), the lookups made at this step, the actions."""
+    ends with the latest observation), the lookups made at this step, the actions. `latest`
+    (the latest observation) only places the memory's cache breakpoint."""
     system = CONTEXT_SYSTEM + (f"\n{method_note}" if method_note else "")
     parts = [tools_block(tools, max_calls)] if tools else []
     parts += goal_and_start(goal, first_observation)
+    stable = len(parts) - 1
     if dropped:
         parts.append(cut_note(dropped))
+    held = len(parts) if memory.strip() else None
     if memory.strip():
         parts.append(memory.strip())
     parts.append(position_line(step))
@@ -107,7 +127,14 @@ def context_policy(
     hint = "\n".join(x for x in (block, lookup_hint) if x)
     if hint:
         parts.append(hint)
-    return [Message("system", system), Message("user", "\n\n".join(parts))]
+    user = "\n\n".join(parts)
+    # Breakpoints: after the system text, the tools and the task, and in the memory's history.
+    ends = part_ends(parts)
+    marks = [ends[stable]]
+    if held is not None:
+        start = ends[held] - len(parts[held])
+        marks += [start + mark for mark in history_marks(parts[held], latest)]
+    return [system_message(system), Message("user", user, breakpoints_at(user, marks))]
 
 
 LONG_HORIZON_SYSTEM = """You play one role in a managed long-horizon task, one action at a time.
@@ -129,6 +156,7 @@ def long_horizon_decision(
     role's context as the harness built it, the latest observation if the role needs it, and
     the actions the role may take."""
     parts = [tools_block(tools, max_calls)] if tools else []
+    held = len(parts)
     parts.append(context.strip())
     if observation is not None:
         seen = observation.strip()
@@ -142,4 +170,9 @@ def long_horizon_decision(
         block += '\nAnswer "finish" to end your turn without an action.'
     if block.strip():
         parts.append(block.strip())
-    return [Message("system", LONG_HORIZON_SYSTEM), Message("user", "\n\n".join(parts))]
+    user = "\n\n".join(parts)
+    # Breakpoints: after the system text and the tools, and in the context's history.
+    ends = part_ends(parts)
+    start = ends[held] - len(parts[held])
+    marks = ([ends[0]] if tools else []) + [start + m for m in history_marks(parts[held])]
+    return [system_message(LONG_HORIZON_SYSTEM), Message("user", user, breakpoints_at(user, marks))]

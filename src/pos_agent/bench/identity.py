@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.env_models import resolve_env_models
 from pos_agent.envs._registry import canonical_env, env_model_roles
-from pos_agent.llm import ModelOptions, effective_server
+from pos_agent.llm import DEFAULT_CACHE_RULE, ModelOptions, effective_server
 from pos_agent.trace import redact_record
 
 # Options that change how a result is obtained, not what it is. Everything else in
@@ -45,6 +45,11 @@ OPERATIONAL_OPTIONS = frozenset(
 )
 
 
+# Settings added after runs were recorded, left out while at their default so that the runs
+# recorded before keep their settings hash (and can be resumed).
+UNSET_LEFT_OUT = ("cache_breakpoints",)
+
+
 def result_options(options: ModelOptions, models: Iterable[str] = ()) -> dict[str, Any]:
     """The model options that change results, JSON-ready, with credentials taken out of URLs.
 
@@ -56,6 +61,9 @@ def result_options(options: ModelOptions, models: Iterable[str] = ()) -> dict[st
     """
     fields = set(type(options).model_fields)
     data = options.model_dump(mode="json", exclude=set(OPERATIONAL_OPTIONS & fields))
+    for name in UNSET_LEFT_OUT:
+        if data.get(name) is False:
+            del data[name]
     if isinstance(data.get("base_url"), str):
         data["base_url"] = _without_credentials(data["base_url"])
     servers = model_servers(models, options)
@@ -112,6 +120,8 @@ def spec_settings(spec: Any) -> dict[str, Any]:
     `role_models` fields become `models`, the model each role really uses (none for the
     expert), so that only a model the case calls is part of its identity."""
     data = dict(redact_record(spec.model_dump()))
+    if data.get("cache_rule") == DEFAULT_CACHE_RULE:
+        del data["cache_rule"]  # as UNSET_LEFT_OUT: runs recorded before keep their hash
     if callable(getattr(spec, "models", None)):
         data.pop("model", None)
         data.pop("role_models", None)

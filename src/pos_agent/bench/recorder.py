@@ -81,7 +81,7 @@ class CaseRecorder:
             self.trace = TraceWriter(case_dir)
         except OSError as exc:
             raise RecordError(exc.errno, f"cannot write the trace in {case_dir}: {exc}") from None
-        self.ledger = TokenLedger()
+        self.ledger = TokenLedger(spec.cache_rule, breakpoints=options.cache_breakpoints)
         self.tally = StepTally(on_step)
         self.started = time.time()
         self.settings: dict[str, Any] = {}
@@ -100,6 +100,9 @@ class CaseRecorder:
         self._announced = True
         if settings is not None:
             self.settings = settings
+        if self.options.cache_breakpoints:
+            # It changes every request: in the trace header and the result's settings.
+            self.settings = {**self.settings, "cache_breakpoints": True}
         spec = self.spec
         self.trace.emit(
             EpisodeStartEvent(
@@ -161,6 +164,8 @@ class CaseRecorder:
                 **({"recovery": spec.recovery} if variant else {}),
                 **({"health": spec.health} if variant else {}),
                 **({"env_models": self.env_labels} if self.env_labels else {}),
+                # The rule of the cached-token estimates, for `pos report`.
+                "cache_rule": spec.cache_rule,
             },
             **self._provenance(),
         )

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pos_agent.agents.methods import METHODS
-from pos_agent.llm import Model
+from pos_agent.cost.cache import cache_rule as cache_rule_named
+from pos_agent.llm import DEFAULT_CACHE_RULE, Model
 from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.roles.limits import ProfileName
 
@@ -64,6 +65,15 @@ class CaseSpec(BaseModel):
     """Baselines: the suite's parameters for this method (agents/context/settings.py)."""
     embed_model: str = "tfidf"
     """PACE's relevance scorer: tfidf offline, or an embeddings endpoint spec."""
+    cache_rule: str = DEFAULT_CACHE_RULE
+    """The provider rule (`cost/cache.py`) of the cached-token estimate for calls whose server
+    reports no cache counts; it changes only that estimate, never what an agent does."""
+
+    @field_validator("cache_rule")
+    @classmethod
+    def _known_rule(cls, name: str) -> str:
+        cache_rule_named(name)  # a clear error naming the rules there are
+        return name
 
     @property
     def case_id(self) -> str:

@@ -65,6 +65,18 @@ def model_options(
     return options
 
 
+BREAKPOINTS_HELP = (
+    "Send the prompts' explicit prompt-cache breakpoints (cache_control on the text part that "
+    "ends at each, at most 4 per request) to an OpenAI-compatible server, for servers that "
+    "cache only there: Anthropic models through a gateway such as OpenRouter, DashScope's "
+    "explicit cache. OpenAI, vLLM and llama.cpp cache prefixes automatically and need none. "
+    "Off (default): requests as always. Recorded in the run's settings."
+)
+CACHE_RULE_HELP = (
+    "Provider rule of the cached-token estimate for calls whose server reports no cache "
+    "counts: openai (default), anthropic, dashscope, dashscope-explicit, llamacpp, "
+    "llamacpp-ram, none. Recorded in each result; pos report names it."
+)
 TIMEOUT_HELP = (
     "Deadline of one model request in seconds, the whole reply included (default 180); a server that does not answer in "
     "time is retried, then the case ends as an unscored infra_error."

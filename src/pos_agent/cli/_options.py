@@ -20,6 +20,8 @@ from pos_agent.bench.env_models import parse_env_models
 from pos_agent.bench.signals import stop_on_signals
 from pos_agent.cli._common import (
     BOUND_HELP,
+    BREAKPOINTS_HELP,
+    CACHE_RULE_HELP,
     CASE_TIMEOUT_HELP,
     CONTEXT_HELP,
     EMBED_HELP,
@@ -36,8 +38,9 @@ from pos_agent.cli._common import (
     console,
     model_options,
 )
+from pos_agent.cost import CACHE_RULES
 from pos_agent.health.window import Diagnosis
-from pos_agent.llm import CacheMode
+from pos_agent.llm import DEFAULT_CACHE_RULE, CacheMode
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,18 @@ class CaseOptions:
     """PACE's relevance scorer."""
     loca_root: Path | None = None
     """LOCA-Bench checkout."""
+    cache_breakpoints: bool = False
+    """Send explicit prompt-cache breakpoints (ModelOptions.cache_breakpoints)."""
+    cache_rule: str = DEFAULT_CACHE_RULE
+    """The provider rule of the cached-token estimates (cost/cache.py)."""
+
+    def checked_cache_rule(self) -> str:
+        if self.cache_rule not in CACHE_RULES:
+            raise typer.BadParameter(
+                f"unknown cache rule {self.cache_rule!r}; choose one of {', '.join(CACHE_RULES)}",
+                param_hint="--cache-rule",
+            )
+        return self.cache_rule
 
     def checked_profile(self) -> str | None:
         return checked_profile(self.profile)
@@ -93,6 +108,7 @@ class CaseOptions:
             "health": self.health,
             "generation_tokens": self.generation_tokens,
             "context_window": self.context_window,
+            "cache_rule": self.checked_cache_rule(),
         }
 
     def requested_env_models(self) -> dict[str, str]:
@@ -103,12 +119,15 @@ class CaseOptions:
         self, *, timeout_s: float | None = None, max_retries: int | None = None
     ) -> dict[str, Any]:
         """ModelOptions fields; the command line wins over the given (suite) defaults."""
-        return model_options(
+        options = model_options(
             base_url=self.base_url,
             cache=self.cache,
             timeout_s=self.timeout if self.timeout is not None else timeout_s,
             max_retries=self.max_retries if self.max_retries is not None else max_retries,
         )
+        if self.cache_breakpoints:
+            options["cache_breakpoints"] = True
+        return options
 
     def loca_root_option(self) -> str | None:
         return str(self.loca_root.expanduser().resolve()) if self.loca_root else None
@@ -148,6 +167,8 @@ _PARAMETERS: tuple[tuple[str, Any], ...] = (
     ("context_window", Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)]),
     ("embed_model", Annotated[str, typer.Option(help=EMBED_HELP)]),
     ("loca_root", Annotated[Path | None, typer.Option(help=LOCA_ROOT_HELP)]),
+    ("cache_breakpoints", Annotated[bool, typer.Option(help=BREAKPOINTS_HELP)]),
+    ("cache_rule", Annotated[str, typer.Option(help=CACHE_RULE_HELP)]),
 )
 _DEFAULTS = {f.name: f.default for f in fields(CaseOptions)}
 if {name for name, _ in _PARAMETERS} != set(_DEFAULTS):

@@ -276,6 +276,7 @@ def _cases(
         if value is not None
     }
     bounds = options.checked_bounds()
+    rule = options.checked_cache_rule()
     embed = options.checked_embed_model(used=any(uses_embeddings(name) for name in methods))
     try:
         requested = options.requested_env_models()
@@ -294,7 +295,13 @@ def _cases(
             overrides["bounds"] = {**loaded.bounds, **bounds}
         loaded = loaded.model_copy(update=overrides)
         specs = [
-            s.model_copy(update={"health": options.health, "embed_model": embed})
+            s.model_copy(
+                update={
+                    "health": options.health,
+                    "embed_model": embed,
+                    "cache_rule": rule,
+                }
+            )
             for s in loaded.cases(
                 methods,
                 options.model,

@@ -11,6 +11,7 @@ from pos_agent.cost.cache import (
     CacheRule,
     PrefixCache,
     cache_rule,
+    prompt_breakpoints,
     prompt_text,
     shared_prefix,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "TokenCounts",
     "cache_rule",
     "load_prices",
+    "prompt_breakpoints",
     "prompt_text",
     "shared_prefix",
     "token_counts",

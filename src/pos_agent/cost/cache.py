@@ -34,6 +34,7 @@ __all__ = [
     "CacheRule",
     "PrefixCache",
     "cache_rule",
+    "prompt_breakpoints",
     "prompt_text",
     "shared_prefix",
 ]
@@ -90,6 +91,20 @@ def prompt_text(contents: Sequence[tuple[str, str]]) -> str:
     """The prompt as a server's prefix cache sees it: the messages in order, each with its
     role (a change of role or of the boundary between two messages breaks the prefix)."""
     return "".join(f"<|{role}|>{content}<|end|>" for role, content in contents)
+
+
+def prompt_breakpoints(
+    contents: Sequence[tuple[str, str]], breakpoints: Sequence[Sequence[int]]
+) -> list[int]:
+    """The messages' breakpoints (`breakpoints[i]`: offsets in message i's content) as
+    offsets in `prompt_text(contents)`: a breakpoint ends the prefix before it."""
+    offsets: list[int] = []
+    start = 0
+    for (role, content), marks in zip(contents, breakpoints, strict=True):
+        head = start + len(f"<|{role}|>")
+        offsets.extend(head + mark for mark in marks if 0 < mark <= len(content))
+        start = head + len(content) + len("<|end|>")
+    return offsets
 
 
 def shared_prefix(a: str, b: str) -> int:

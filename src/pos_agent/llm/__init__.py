@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 from pos_agent.llm._cache import ResponseCache
-from pos_agent.llm._ledger import CallTotals, TokenLedger
+from pos_agent.llm._ledger import DEFAULT_CACHE_RULE, CallTotals, TokenLedger
 from pos_agent.llm._load import load_model
 from pos_agent.llm._options import CacheMode, ModelOptions
 from pos_agent.llm._preflight import ProbeOutcome, preflight, probe
@@ -30,6 +30,7 @@ from pos_agent.llm._reliable import ReliableModel
 from pos_agent.llm._scripted import ScriptedModel, ScriptedReply
 from pos_agent.llm._types import (
     FAILURE_KINDS,
+    MAX_CACHE_BREAKPOINTS,
     ROLES,
     STRUCTURED_MODES,
     CallWrapper,
@@ -42,11 +43,15 @@ from pos_agent.llm._types import (
     Role,
     StructuredMode,
     Usage,
+    breakpoints_at,
+    request_breakpoints,
 )
 
 __all__ = [
+    "DEFAULT_CACHE_RULE",
     "DEFAULT_SPEC",
     "FAILURE_KINDS",
+    "MAX_CACHE_BREAKPOINTS",
     "ROLES",
     "STRUCTURED_MODES",
     "CacheMode",
@@ -69,12 +74,14 @@ __all__ = [
     "StructuredMode",
     "TokenLedger",
     "Usage",
+    "breakpoints_at",
     "effective_server",
     "load_model",
     "parse_spec",
     "preflight",
     "printable",
     "probe",
+    "request_breakpoints",
     "wants_context_per_role",
 ]
 

@@ -160,4 +160,5 @@ def _http_chat(model: str, options: ModelOptions, endpoint: HttpEndpoint) -> Bac
         max_reply_bytes=options.max_reply_bytes,
         provider=endpoint.provider,
         key_env=endpoint.key_env,
+        cache_breakpoints=options.cache_breakpoints,
     )

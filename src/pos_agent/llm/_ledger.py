@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pos_agent.cost.cache import PrefixCache, cache_rule, prompt_text
-from pos_agent.llm._types import ROLES, Completion, Message, ModelFailure
+from pos_agent.cost.cache import PrefixCache, cache_rule, prompt_breakpoints, prompt_text
+from pos_agent.llm._types import ROLES, Completion, Message, ModelFailure, request_breakpoints
 
 DEFAULT_CACHE_RULE = "openai"
 
@@ -86,13 +86,19 @@ class TokenLedger:
     Only numbers are stored, never prompts, so nothing secret can end up in `to_dict()`.
     """
 
-    def __init__(self, cache_rule_name: str = DEFAULT_CACHE_RULE) -> None:
+    def __init__(
+        self, cache_rule_name: str = DEFAULT_CACHE_RULE, *, breakpoints: bool = False
+    ) -> None:
         self._lock = threading.Lock()
         self._by_role: dict[str, CallTotals] = {role: CallTotals() for role in ROLES}
         self._by_step: dict[int, dict[str, CallTotals]] = {}
         self.cache_rule = cache_rule(cache_rule_name)
         """The provider rule of the estimate for calls whose server reports no cache counts."""
         self._prefixes = PrefixCache(self.cache_rule)
+        self.breakpoints = breakpoints
+        """The prompts' cache breakpoints are sent (`ModelOptions.cache_breakpoints`), so the
+        estimate counts them; off, a breakpoint rule (anthropic) caches nothing, as such a
+        server would."""
 
     def record(
         self,
@@ -123,8 +129,12 @@ class TokenLedger:
             return CacheCount(usage.cached_tokens, usage.cache_write_tokens, "server")
         if prompt is None or outcome.cached or usage.prompt_tokens <= 0:
             return CacheCount()
-        text = prompt_text([(m.role, m.content) for m in prompt])
-        estimate = self._prefixes.estimate(text, usage.prompt_tokens)
+        contents = [(m.role, m.content) for m in prompt]
+        text = prompt_text(contents)
+        marks = (
+            prompt_breakpoints(contents, request_breakpoints(prompt)) if self.breakpoints else []
+        )
+        estimate = self._prefixes.estimate(text, usage.prompt_tokens, breakpoints=marks)
         return CacheCount(
             estimate.cached_tokens, estimate.write_tokens, f"estimated:{self.cache_rule.name}"
         )
@@ -149,8 +159,10 @@ class TokenLedger:
             }
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: {"by_role": ..., "total": ..., "by_step": {"<step>": {role: ...}}}."""
+        """JSON-ready: {"by_role": ..., "total": ..., "by_step": {"<step>": {role: ...}},
+        "cache_rule": the rule of the estimates}."""
         return {
+            "cache_rule": self.cache_rule.name,
             "by_role": self.by_role(),
             "total": self.total(),
             "by_step": {str(step): roles for step, roles in self.by_step().items()},

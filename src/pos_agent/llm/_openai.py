@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
@@ -29,7 +30,7 @@ from pos_agent.llm._server_modes import (
     server_profile,
     wants_max_completion_tokens,
 )
-from pos_agent.llm._types import StructuredMode, Usage
+from pos_agent.llm._types import Message, StructuredMode, Usage, request_breakpoints
 from pos_agent.llm._usage import checked_usage
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -135,6 +136,7 @@ class OpenAICompatibleBackend:
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         provider: str = "openai",
         key_env: str = "OPENAI_API_KEY",
+        cache_breakpoints: bool = False,
     ) -> None:
         import httpx
 
@@ -145,6 +147,7 @@ class OpenAICompatibleBackend:
         self.timeout_s = timeout_s
         self.max_reply_bytes = max_reply_bytes
         self.key_env = key_env
+        self.cache_breakpoints = cache_breakpoints
         self.secrets: tuple[str, ...] = tuple(s for s in (api_key, *url_secrets(full_url)) if s)
         self.profile: ServerProfile = server_profile(self.base_url or "", model)
         self._endpoint = api_endpoint(full_url, "chat/completions", self.secrets)
@@ -204,7 +207,7 @@ class OpenAICompatibleBackend:
     def _arguments(self, request: GenerationRequest, mode: StructuredMode | None) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "model": self.model_id,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": chat_messages(request.messages, breakpoints=self.cache_breakpoints),
             "temperature": request.temperature,
             "seed": request.seed,
             self.profile.token_parameter: request.max_tokens,
@@ -409,6 +412,46 @@ class OpenAICompatibleBackend:
 
     def _clean(self, text: str) -> str:
         return redact(text, self.secrets)
+
+
+def chat_messages(
+    messages: Sequence[Message], *, breakpoints: bool = False
+) -> list[dict[str, Any]]:
+    """The request's `messages`. With `breakpoints`, a message with cache breakpoints has its
+    content as text parts cut at them, each part that ends at one carrying
+    `"cache_control": {"type": "ephemeral"}` (at most four in the request, the latest kept);
+    the texts of the parts joined are the content, unchanged. Without, every content is the
+    plain string.
+
+    The form is the one both documented OpenAI-compatible uses take: OpenRouter forwards a
+    content part's `cache_control` to Anthropic models as an explicit breakpoint
+    (https://openrouter.ai/docs/client-sdks/typescript/models/anthropiccachecontroldirective:
+    "When set on an individual content block, it marks an explicit cache breakpoint"), and
+    Alibaba Cloud Model Studio's explicit cache, on its OpenAI Chat Completions API, is asked
+    for with the same marker on a content part, from 1,024 tokens, valid 5 minutes
+    (https://www.alibabacloud.com/help/model-studio/context-cache)."""
+    if not breakpoints:
+        return [{"role": m.role, "content": m.content} for m in messages]
+    sent: list[dict[str, Any]] = []
+    for message, marks in zip(messages, request_breakpoints(messages), strict=True):
+        if not marks:
+            sent.append({"role": message.role, "content": message.content})
+            continue
+        parts: list[dict[str, Any]] = []
+        start = 0
+        for mark in marks:
+            parts.append(
+                {
+                    "type": "text",
+                    "text": message.content[start:mark],
+                    "cache_control": {"type": "ephemeral"},
+                }
+            )
+            start = mark
+        if start < len(message.content):
+            parts.append({"type": "text", "text": message.content[start:]})
+        sent.append({"role": message.role, "content": parts})
+    return sent
 
 
 def refuses_tools(status: int, detail: str) -> bool:

@@ -93,6 +93,15 @@ class ModelOptions(BaseModel):
     """off: no cache; read: replay hits, never store; write: always call, store;
     readwrite: replay hits, store misses."""
 
+    cache_breakpoints: bool = False
+    """Send the prompts' explicit prompt-cache breakpoints (`Message.breakpoints`) to an
+    OpenAI-compatible server: each marked message's content goes as text parts, the part that
+    ends at a breakpoint carrying `cache_control` (ephemeral). For servers that cache only at
+    breakpoints: Anthropic models behind an OpenAI-compatible gateway (OpenRouter), DashScope's
+    explicit cache. OpenAI, vLLM and llama.cpp cache prefixes automatically and need none.
+    Off, the request body is what it always was; other backends ignore it. It changes the
+    request, so it is part of a run's settings."""
+
     def threads(self) -> int:
         return self.n_threads or os.cpu_count() or 1
 

@@ -174,7 +174,7 @@ class ReliableModel(CallWrapper):
             in_prompt = not getattr(self.backend, "constrains_output", False)
         # Text that is not valid Unicode (a lone surrogate, say from a tool's output) cannot be
         # encoded for any backend; it is sent with U+FFFD in its place.
-        sendable = [Message(m.role, without_surrogates(m.content)) for m in messages]
+        sendable = [replace(m, content=without_surrogates(m.content)) for m in messages]
         conversation = (
             with_schema_instruction(sendable, schema_json)
             if schema_json and in_prompt

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -83,7 +83,8 @@ def with_schema_instruction(messages: Sequence[Message], schema: JsonSchema) -> 
     """Tell the model the expected shape: appended to the system message, or as a new one."""
     instruction = schema_instruction(schema)
     if messages and messages[0].role == "system":
-        first = Message("system", f"{messages[0].content}\n\n{instruction}")
+        # Appended: the message's cache breakpoints stay where they were.
+        first = replace(messages[0], content=f"{messages[0].content}\n\n{instruction}")
         return [first, *messages[1:]]
     return [Message("system", instruction), *messages]
 

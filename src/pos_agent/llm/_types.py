@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from pydantic import BaseModel
@@ -42,12 +42,41 @@ UNAVAILABLE_KINDS: tuple[FailureKind, ...] = ("transport", "timeout")
 SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""Explicit prompt-cache breakpoints one request may carry (Anthropic's limit)."""
+
+
 @dataclass(frozen=True)
 class Message:
     """One chat turn."""
 
     role: Role
     content: str
+    breakpoints: tuple[int, ...] = field(default=(), compare=False)
+    """Offsets in `content` where a prompt-cache breakpoint falls: the text before it is what
+    later calls repeat unchanged. Never part of the text (and not of equality or the response
+    cache key); only servers with explicit breakpoints are sent them
+    (`ModelOptions.cache_breakpoints`)."""
+
+
+def breakpoints_at(content: str, offsets: Sequence[int]) -> tuple[int, ...]:
+    """`offsets` as a message's breakpoints: inside the text (not 0), sorted, without
+    repeats, the latest `MAX_CACHE_BREAKPOINTS` kept."""
+    inside = sorted({o for o in offsets if 0 < o <= len(content)})
+    return tuple(inside[-MAX_CACHE_BREAKPOINTS:])
+
+
+def request_breakpoints(messages: Sequence[Message]) -> list[tuple[int, ...]]:
+    """Each message's breakpoints, at most `MAX_CACHE_BREAKPOINTS` over the whole request:
+    the latest ones (a prefix cached up to a later breakpoint covers the earlier ones)."""
+    flat = [
+        (i, o) for i, m in enumerate(messages) for o in breakpoints_at(m.content, m.breakpoints)
+    ]
+    kept = set(flat[-MAX_CACHE_BREAKPOINTS:])
+    return [
+        tuple(o for o in breakpoints_at(m.content, m.breakpoints) if (i, o) in kept)
+        for i, m in enumerate(messages)
+    ]
 
 
 @dataclass(frozen=True)

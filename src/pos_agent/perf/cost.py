@@ -61,10 +61,25 @@ from pos_agent.agents.methods import METHODS as AGENT_METHODS
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.bench.suite import load_suite
-from pos_agent.cost import CACHE_RULES, PrefixCache, TokenCounts, prompt_text
+from pos_agent.cost import (
+    CACHE_RULES,
+    CacheEstimate,
+    PrefixCache,
+    TokenCounts,
+    prompt_breakpoints,
+    prompt_text,
+)
 from pos_agent.cost.cache import shared_prefix
 from pos_agent.envs import Environment, TaskKind, make_env
-from pos_agent.llm import CallWrapper, Completion, Model, Request, ScriptedModel, TokenLedger
+from pos_agent.llm import (
+    CallWrapper,
+    Completion,
+    Model,
+    Request,
+    ScriptedModel,
+    TokenLedger,
+    request_breakpoints,
+)
 from pos_agent.llm.backend import Backend, GenerationRequest, RawReply
 from pos_agent.perf.baselines import Backbone, Probe, Recording, ReplayEnv, record
 from pos_agent.perf.prompt_growth import ScriptedRoles
@@ -73,7 +88,9 @@ from pos_agent.roles.limits import AgentLimits, ProfileName, role_limits
 METHODS = ("raw", "acon", "pace", "hiagent", "lh", "pos")
 AGENT_OF = {"lh": "lh_harness"}
 EPISODES = ("alfworld", "rca", "loca")
-RULES = ("openai", "anthropic", "dashscope", "llamacpp")
+RULES = ("openai", "anthropic", "dashscope", "dashscope-explicit", "llamacpp")
+# Anthropic's prices as fractions of the input price: cache reads 0.1x, 5-minute writes 1.25x.
+ANTHROPIC_READ, ANTHROPIC_WRITE = 0.1, 1.25
 CACHED_PRICES = (0.5, 0.25, 0.1)
 LOCA_TASK, LOCA_SEED = "WoocommerceStockAlert", 42
 LOCA_READS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -93,6 +110,8 @@ class Call:
     prompt_tokens: int
     completion_tokens: int
     reported_cached: int | None = None
+    breakpoints: tuple[int, ...] = ()
+    """The prompt's cache breakpoints, as offsets in `text`."""
 
 
 @dataclass
@@ -106,14 +125,17 @@ class Calls(CallWrapper):
     def answer(self, request: Request) -> Completion:
         answer = request.send(self.inner)
         usage = answer.usage
+        contents = [(m.role, m.content) for m in request.messages]
+        marks = prompt_breakpoints(contents, request_breakpoints(request.messages))
         self.calls.append(
             Call(
                 request.role,
                 request.purpose,
-                prompt_text([(m.role, m.content) for m in request.messages]),
+                prompt_text(contents),
                 usage.prompt_tokens,
                 usage.completion_tokens,
                 usage.cached_tokens if usage.cache_reported else None,
+                tuple(marks),
             )
         )
         return answer
@@ -122,17 +144,26 @@ class Calls(CallWrapper):
 # -- what a provider could serve from its cache -------------------------------------------------
 
 
+def estimates(calls: Sequence[Call], rule: str) -> list[CacheEstimate]:
+    """Per call, what `rule` would serve from (and write to) the cache, in the episode's
+    order; breakpoint rules (anthropic, dashscope-explicit) at the prompts' breakpoints, as
+    sent with `--cache-breakpoints`."""
+    cache = PrefixCache(CACHE_RULES[rule])
+    return [cache.estimate(c.text, c.prompt_tokens, breakpoints=c.breakpoints) for c in calls]
+
+
 def cached_tokens(calls: Sequence[Call], rule: str) -> list[int]:
     """Per call, the prompt tokens `rule` would serve from the cache, in the episode's order."""
-    cache = PrefixCache(CACHE_RULES[rule])
-    return [cache.estimate(c.text, c.prompt_tokens).cached_tokens for c in calls]
+    return [e.cached_tokens for e in estimates(calls, rule)]
 
 
 def counts(calls: Sequence[Call], rule: str) -> TokenCounts:
+    served = estimates(calls, rule)
     return TokenCounts(
         prompt=sum(c.prompt_tokens for c in calls),
         completion=sum(c.completion_tokens for c in calls),
-        cached=sum(cached_tokens(calls, rule)),
+        cached=sum(e.cached_tokens for e in served),
+        written=sum(e.write_tokens for e in served),
     )
 
 
@@ -590,17 +621,20 @@ def main(argv: list[str] | None = None) -> None:
         played[name] = per_method
         print(f"\n{name}: {args.steps}-step scripted episode")
         head = f"{'method':>8} {'calls':>6} {'prompt':>9} {'compl.':>7}"
-        head += "".join(f" {r + ' %':>12}" for r in RULES)
+        head += "".join(f" {r + ' %':>{max(12, len(r) + 2)}}" for r in RULES)
         head += "".join(f" {f'billed@{p}x':>12}" for p in CACHED_PRICES)
         print(head)
         billed: dict[str, dict[float, float]] = {}
+        anthropic: dict[str, float] = {}
         for method, calls in per_method.items():
             shares = {r: counts(calls, r) for r in RULES}
             base = shares["openai"]
             billed[method] = {p: base.billed(p) for p in CACHED_PRICES}
+            anthropic[method] = shares["anthropic"].billed(ANTHROPIC_READ, ANTHROPIC_WRITE)
             row = f"{method:>8} {len(calls):>6} {base.prompt:>9} {base.completion:>7}"
             row += "".join(
-                f" {100 * shares[r].cached / max(1, shares[r].prompt):>12.1f}" for r in RULES
+                f" {100 * shares[r].cached / max(1, shares[r].prompt):>{max(12, len(r) + 2)}.1f}"
+                for r in RULES
             )
             row += "".join(f" {billed[method][p]:>12.0f}" for p in CACHED_PRICES)
             print(row)
@@ -614,6 +648,10 @@ def main(argv: list[str] | None = None) -> None:
                 f"{p}x={ratio(billed['pos'][p], billed['raw'][p])}" for p in CACHED_PRICES
             )
             print(f"pos/raw total tokens {total}; billed under openai: {cells}")
+            print(
+                "billed under anthropic (reads 0.1x, writes 1.25x) pos/raw "
+                f"{ratio(anthropic['pos'], anthropic['raw'])}"
+            )
             for price in CACHED_PRICES:
                 billed_ratio[price][name] = ratio(billed["pos"][price], billed["raw"][price])
     if args.server:

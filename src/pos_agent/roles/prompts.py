@@ -6,6 +6,14 @@ their cache when an earlier prompt had the same bytes): stable parts first (syst
 schemas, the task, fixed instructions), what changes last (history, belief, observation, the
 admissible actions of this step), and the same bytes from step to step wherever the content is
 the same.
+
+Cache breakpoints, the same rule for every method (`Message.breakpoints`; sent only to servers
+that cache at explicit breakpoints, `ModelOptions.cache_breakpoints`): after the stable prefix
+(the system text; the tool schemas, the task and fixed instructions after it), for PoS after
+the `Current belief:` block the roles of a step share, and for history methods at the end of
+the history before its newest turn (where the previous call's history ended: read) and at the
+end of the whole history (what the next call repeats: written). A breakpoint never changes a
+byte of the text.
 """
 
 from __future__ import annotations
@@ -20,6 +28,29 @@ SHARED_SYSTEM = """You are one role of an agent that works on a task from an exp
 The task and the current belief come first; your role's instructions follow them."""
 """The PoS roles' one system text (policy, belief model, sentinel): the first bytes of every
 prompt of a step are the same, so a provider's prompt cache can serve them."""
+
+
+def part_ends(parts: Sequence[str], separator: str = "\n\n") -> list[int]:
+    """Where each of `parts` ends in `separator.join(parts)`."""
+    ends, at = [], 0
+    for index, part in enumerate(parts):
+        at += (len(separator) if index else 0) + len(part)
+        ends.append(at)
+    return ends
+
+
+def history_marks(text: str, latest: str = "") -> list[int]:
+    """The breakpoints of a history (turns as `Transition.render` writes them, separated by
+    a blank line): the end of the history before its newest turn, and the end of the newest
+    turn (the end of the text, or of the `latest` observation when a line follows it, as
+    HiAgent's line asking for a first subgoal); none when `text` holds no turn."""
+    if "[step " not in text:
+        return []
+    newest = text.rfind("\n\n[step ")
+    latest = latest.strip()
+    shown = text.rfind(latest, max(0, newest)) if latest else -1
+    end = shown + len(latest) if shown >= 0 else len(text)
+    return ([newest] if newest > 0 else []) + [end]
 
 
 def clip(text: str, limit: int | None) -> str:

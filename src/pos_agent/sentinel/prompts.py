@@ -83,10 +83,7 @@ def audit(
     view = transition_view(
         changed_text, before_text, gaps_text, recent, observation_chars, answered
     )
-    return [
-        Message("system", SHARED_SYSTEM),
-        Message("user", f"{audit_system(judge_progress)}\n\n{view}"),
-    ]
+    return instructed(audit_system(judge_progress), view)
 
 
 def progress(
@@ -99,7 +96,7 @@ def progress(
 ) -> list[Message]:
     """The no_consistency judge: the audit's inputs, the progress question alone."""
     view = transition_view(changed_text, before_text, gaps_text, recent, observation_chars)
-    return [Message("system", SHARED_SYSTEM), Message("user", f"{PROGRESS_SYSTEM}\n\n{view}")]
+    return instructed(PROGRESS_SYSTEM, view)
 
 
 def global_audit(
@@ -108,8 +105,19 @@ def global_audit(
     lines = "\n".join(
         f"{s.step}: {s.action} -> {clip(s.observation, observation_chars)}" for s in trajectory
     )
-    user = (
-        f"Current belief:\n{belief_text}\n\n{AUDIT_SYSTEM}\n\n"
-        f"Trajectory (step: action -> observation):\n{lines}"
-    )
-    return [Message("system", SHARED_SYSTEM), Message("user", user)]
+    head = f"Current belief:\n{belief_text}"
+    user = f"{head}\n\n{AUDIT_SYSTEM}\n\nTrajectory (step: action -> observation):\n{lines}"
+    # Breakpoints: after the shared system text and after B_t (the prefix the roles share).
+    return [
+        Message("system", SHARED_SYSTEM, (len(SHARED_SYSTEM),)),
+        Message("user", user, (len(head),)),
+    ]
+
+
+def instructed(instructions: str, view: str) -> list[Message]:
+    """The shared system text, then the judge's fixed instructions and what it judges; cache
+    breakpoints after the system text and after the instructions (the stable prefix)."""
+    return [
+        Message("system", SHARED_SYSTEM, (len(SHARED_SYSTEM),)),
+        Message("user", f"{instructions}\n\n{view}", (len(instructions),)),
+    ]

@@ -14,10 +14,10 @@ then what changes within the step (the action, the observation, the patch, the f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pos_agent.llm import Message
-from pos_agent.roles.prompts import SHARED_SYSTEM, goal_and_start
+from pos_agent.roles.prompts import SHARED_SYSTEM, goal_and_start, part_ends
 from pos_agent.roles.transition import Transition
 
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
@@ -58,9 +58,16 @@ def belief_head(belief_text: str) -> str:
     return f"Current belief:\n{belief_text}"
 
 
-def messages_of(*parts: str) -> list[Message]:
-    """The shared system text, then the non-empty parts as one user turn."""
-    return [Message("system", SHARED_SYSTEM), Message("user", "\n\n".join(p for p in parts if p))]
+def messages_of(*parts: str, breaks: Collection[int] = ()) -> list[Message]:
+    """The shared system text, then the non-empty parts as one user turn; a cache breakpoint
+    after the system text and after each part whose index is in `breaks`."""
+    kept = [(index, part) for index, part in enumerate(parts) if part]
+    ends = part_ends([part for _, part in kept])
+    marks = tuple(end for (index, _), end in zip(kept, ends, strict=True) if index in breaks)
+    return [
+        Message("system", SHARED_SYSTEM, (len(SHARED_SYSTEM),)),
+        Message("user", "\n\n".join(part for _, part in kept), marks),
+    ]
 
 
 def belief_init(
@@ -72,6 +79,7 @@ def belief_init(
         "Create the initial belief: the entities that matter for the goal with what step 0 shows "
         "about them, an achievement gap for the goal, epistemic gaps for what you must find out, "
         "and activate the gap to work on first.",
+        breaks=(0,),
     )
 
 
@@ -84,6 +92,7 @@ def belief_update(
         f"Action at step {step.step - 1}: {step.action}\n"
         f"Observation at step {step.step}:\n{step.observation.strip()}",
         "Return the patch that brings the belief up to date with this observation.",
+        breaks=(0,),
     )
 
 
@@ -110,7 +119,7 @@ def belief_revision(
         'be wrong may be answered instead: add to "answers" its number, the step whose '
         "observation shows you are right and an exact quote from it, and keep the op."
     )
-    return messages_of(belief_head(belief_text), belief_system(diagnostic, note), user)
+    return messages_of(belief_head(belief_text), belief_system(diagnostic, note), user, breaks=(0,))
 
 
 def global_revision(
@@ -122,4 +131,5 @@ def global_revision(
         "A full audit found these problems:\n"
         + "\n".join(f"- {f}" for f in findings)
         + "\n\nReturn the patch that fixes them.",
+        breaks=(0,),
     )

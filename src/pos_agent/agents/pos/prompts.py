@@ -65,6 +65,8 @@ def policy(
     if not belief_text.startswith(f"Goal: {goal}"):
         parts.append(f"Goal: {goal}")
     parts.append(belief_head(belief_text))
+    # Breakpoints: after the tools and goal (stable all episode), after B_t (shared in a step).
+    breaks = range(len(parts) - 2, len(parts))
     parts.append(POLICY_SYSTEM)
     if recovery:
         parts.append(recovery)
@@ -80,4 +82,4 @@ def policy(
     )
     if not tools:
         parts.append(actions_block(actions, None, max_calls, limit=action_limit))
-    return messages_of(*parts)
+    return messages_of(*parts, breaks=breaks)

@@ -20,6 +20,7 @@ from typing import Any
 from pos_agent.agents.methods import METHOD_NAMES, METHODS
 from pos_agent.bench.report.load import MissingCase
 from pos_agent.cost import PriceTable, TokenCounts, token_counts
+from pos_agent.llm import DEFAULT_CACHE_RULE
 from pos_agent.llm._types import INTERNAL_ROLES, POS_ROLES
 from pos_agent.trace import CaseResult, is_scored
 
@@ -208,6 +209,9 @@ class ReportData:
     problems: list[Problem] = field(default_factory=list)
     prices: PriceTable | None = None
     """`pos report --price-table`: the table the cost table bills with."""
+    cache_rules: tuple[str, ...] = ()
+    """The provider rules the results' cached-token estimates used (`--cache-rule`); results
+    recorded before it was recorded used OpenAI's."""
 
     @property
     def methods(self) -> list[str]:
@@ -275,7 +279,10 @@ def aggregate(
             )
         )
     ordered = sorted(stats.values(), key=lambda m: _method_rank(m.label, m.agent))
-    return ReportData({m.label: m for m in ordered}, context_field, problems)
+    rules = sorted({str(case.extra.get("cache_rule", DEFAULT_CACHE_RULE)) for case in cases})
+    return ReportData(
+        {m.label: m for m in ordered}, context_field, problems, cache_rules=tuple(rules)
+    )
 
 
 def health_checked(case: CaseResult) -> bool:

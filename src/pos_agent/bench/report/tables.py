@@ -22,6 +22,7 @@ from pos_agent.bench.report.stats import (
     ReportData,
 )
 from pos_agent.cost import TokenCounts
+from pos_agent.llm import DEFAULT_CACHE_RULE
 from pos_agent.trace import STATUSES, is_scored
 
 Cell = str | int | float | Rate | None
@@ -273,7 +274,8 @@ def cost_table(data: ReportData) -> Table | None:
         rows.append(_cost_row(stats.label, "total", "", total, total_billed, total_cost, n))
     note = (
         "Mean per scored episode. cached: prompt tokens the provider's cache served (the "
-        "server's count where it reported one, else the run's estimate under OpenAI's rule, "
+        "server's count where it reported one, else the run's estimate under the "
+        f"{' and '.join(data.cache_rules or (DEFAULT_CACHE_RULE,))} rule (--cache-rule), "
         "marked estimated in the trace; share of the prompt in brackets). Billed tokens put cached, written and output tokens "
         "at their price relative to the input price; cost from the price table."
     )

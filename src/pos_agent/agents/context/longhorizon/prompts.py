@@ -247,7 +247,11 @@ def manager_messages(
         f"({max_rounds - round_number + 1} left, this one included); {actions_left} environment "
         "actions are left for executors and auditors. Write the sections."
     )
-    return [Message("system", MANAGER_SYSTEM), Message("user", user)]
+    # Breakpoints: after the system text and after the task (the same every round).
+    return [
+        Message("system", MANAGER_SYSTEM, (len(MANAGER_SYSTEM),)),
+        Message("user", user, (len(task),)),
+    ]
 
 
 def role_context(

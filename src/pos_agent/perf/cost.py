@@ -427,9 +427,11 @@ def tokenized_reuse(sent: Sequence[Sent], gguf: Path) -> list[int] | str:
     template and tokenizer as llama-cpp-python's server does; a reason string if it cannot."""
     try:
         from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        vocab = Llama(str(gguf), vocab_only=True, verbose=False)
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's load messages
+            vocab = Llama(str(gguf), vocab_only=True, verbose=False)
         text_of = vocab._model.token_get_text
         template = Jinja2ChatFormatter(
             vocab.metadata["tokenizer.chat_template"],
@@ -445,6 +447,7 @@ def tokenized_reuse(sent: Sequence[Sent], gguf: Path) -> list[int] | str:
             prompt = shaped.prompt.encode()
             prompts.append(vocab.tokenize(prompt, add_bos=not shaped.added_special, special=True))
             answers.append(vocab.tokenize(s.answer.encode(), add_bos=False, special=False))
+        vocab.close()
         return server_reuse(prompts, answers, [len(p) for p in prompts], ram=True)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"[:200]

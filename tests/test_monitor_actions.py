@@ -118,3 +118,81 @@ def test_paging_through_results_is_not_a_trap() -> None:
             f"page {page}: src/mod{page}.py:12 TODO tidy item{page} (0.0{page}s)",
         )
         assert not report.trapped
+
+
+def test_a_loop_whose_first_round_ends_in_a_new_call_is_caught_in_its_second_round() -> None:
+    # The first round goes over two known calls and ends in one made there for the first time;
+    # the second round's first call is a cycle only in hindsight, from the call after it.
+    monitor = TrapMonitor()
+    pods = (ToolCall("kubectl", {"args": "get pods -l app=web"}), "web 0/1 CrashLoopBackOff")
+    logs = (ToolCall("kubectl", {"args": "logs deploy/web"}), "FATAL redis: dial cache refused")
+    service = (ToolCall("kubectl", {"args": "get svc cache"}), "cache ClusterIP 6379/TCP")
+    reports = [
+        monitor.observe(call, f"{text}, restarts {i}")
+        for i, (call, text) in enumerate([pods, logs, pods, logs, service, pods, logs, service])
+    ]
+    assert not any(r.trapped for r in reports[:6])
+    assert reports[-1].trapped and reports[-1].pattern == "cycle"
+    assert reports[-1].health.lag == 3
+
+
+ROOMS = {
+    "office": "-= Office =- You are in an office. A desk stands here. There is an exit to the east.",
+    "garage": "-= Garage =- You arrive in a garage. A toolbox sits here. Exits lead south and west.",
+    "parlor": "-= Parlor =- You have entered a parlor. A sofa is here. A gateway leads south.",
+    "zone": "-= Recreation Zone =- You arrive in a recreation zone. A ping-pong table waits.",
+    "scullery": "-= Scullery =- You walk into a scullery. A sink and a mop are here.",
+}
+
+
+def test_retracing_a_path_with_text_commands_is_not_a_loop() -> None:
+    """Explore four rooms, then walk back the way one came: every room is known and nothing is
+    new, and `go north` twice in a row (or `go west` again) leads somewhere else each time. A
+    text command acts where it is given, so these are no repeats (nor, in hindsight, the
+    start of a loop's next round)."""
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", ROOMS["office"])
+    out = [("go east", "garage"), ("go south", "parlor"), ("go south", "zone")]
+    back = [("go west", "scullery"), ("go east", "zone"), ("go north", "parlor")]
+    back += [("go north", "garage"), ("go west", "office")]
+    reports = [monitor.observe(command, ROOMS[room]) for command, room in out + back]
+    assert not any(r.trapped for r in reports)
+
+
+def test_going_back_and_forth_with_text_commands_is_still_a_cycle() -> None:
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", ROOMS["garage"])
+    reports = [
+        monitor.observe(command, ROOMS[room])
+        for command, room in [("go south", "parlor"), ("go north", "garage")] * 4
+    ]
+    assert reports[-1].trapped and reports[-1].pattern == "cycle"
+    assert sum(r.onset for r in reports) == 1
+
+
+def test_a_text_command_repeated_with_a_moving_counter_is_static() -> None:
+    """What a text command showed is compared by its things (words), not its numbers: the
+    same command whose output only moves a counter is a repeat from its second use on."""
+    monitor = TrapMonitor(goal="get the build green")
+    reports = [
+        monitor.observe("make test", f"build failed, retries left {9 - i}, attempt {i}")
+        for i in range(7)
+    ]
+    assert [r.reading for r in reports[1:]] == ["static"] * 6
+    onset = next(r for r in reports if r.onset)
+    assert onset.step == 5 and onset.pattern == "static"
+
+
+def test_walking_back_with_the_commands_of_two_steps_ago_is_not_a_loop_in_hindsight() -> None:
+    """Back through known rooms with `go north`, `go west`, `go north`, `go west`: the commands
+    repeat with period 2 but each pair leads into other rooms, so the step before is not the
+    first step of a loop's next round either."""
+    rooms = dict(ROOMS, vault="-= Vault =- You have entered a vault. A steel door hangs open.")
+    monitor = TrapMonitor(goal="find the key")
+    monitor.observe("look", rooms["office"])
+    out = [("go east", "garage"), ("go south", "parlor"), ("go east", "zone")]
+    out += [("go south", "vault")]
+    back = [("go north", "zone"), ("go west", "parlor"), ("go north", "garage")]
+    back += [("go west", "office")]
+    reports = [monitor.observe(command, rooms[room]) for command, room in out + back]
+    assert not any(r.trapped for r in reports)

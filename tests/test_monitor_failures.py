@@ -63,6 +63,26 @@ def test_a_failure_fixed_changes_the_signature() -> None:
     assert two is not None and one is not None and one != two
 
 
+GO_FAIL = """\
+=== RUN   TestTaxRound
+    tax_test.go:{line}: tax = {got}, want 1.00
+--- FAIL: TestTaxRound (0.05s)
+FAIL\tgithub.com/acme/shop/billing\t1.627s
+FAIL"""
+
+
+def test_a_diagnostic_line_of_a_failing_output_is_part_of_the_failure() -> None:
+    """Go prints the message on its own `file:line: message` line, above `--- FAIL`: a fix
+    that changes the message changes the failure; the line number alone does not."""
+    before = sig(GO_FAIL.format(line=33, got="1.0049999"))
+    after = sig(GO_FAIL.format(line=33, got="1.01"))
+    moved = sig(GO_FAIL.format(line=35, got="1.0049999"))
+    assert before is not None and after is not None
+    assert before != after
+    assert before == moved
+    assert sig("    tax_test.go:33: tax = 1.01, want 1.00\nok  billing 0.2s") is None
+
+
 def test_status_lines_are_kept_whole() -> None:
     bad_gateway = sig("HTTP/1.1 502 Bad Gateway\nDate: Tue, 01 Dec 2026 09:39:52 GMT")
     unavailable = sig("HTTP/1.1 503 Service Unavailable\nDate: Tue, 01 Dec 2026 09:39:53 GMT")
@@ -230,3 +250,32 @@ def test_distinct_files_that_log_the_same_errors_stay_silent() -> None:
         for n in range(10)
     ]
     assert not any(r.trapped for r in reports)
+
+
+def test_distinct_files_that_log_other_errors_in_turn_stay_silent() -> None:
+    """Log after log, each with one of a few errors: an error comes back two or three files
+    later, but every step between reported an error too. Nothing was done in between, only
+    read, so these are no attempts that failed as before."""
+    monitor = TrapMonitor(goal="explain the outage")
+    routes = ["cart", "checkout", "pay"]
+    listing = "\n".join(
+        f"logs/api-{n}.log:12: status=500 route=/api/{routes[n % 3]}" for n in range(12)
+    )
+    monitor.observe(call("grep", pattern="status=500", path="logs/"), listing)
+    reports = [
+        monitor.observe(
+            call("cat", path=f"logs/api-{n}.log"),
+            f"==> logs/api-{n}.log <==\nWARN route=/api/{routes[n % 3]} status=500 req={n:08x}ab",
+        )
+        for n in range(12)
+    ]
+    assert not any(r.trapped for r in reports)
+
+
+def test_a_semantic_loop_still_needs_only_an_attempt_between_failures() -> None:
+    """The attempt between two reports of one failure did something that reported no failure
+    (an edit): that stays a varied attempt."""
+    monitor = TrapMonitor(goal="make the tests pass")
+    monitor.observe(call("run_tests"), pytest_output())
+    reports = semantic_loop(monitor, 4)
+    assert reports[-1].trapped and reports[-1].pattern == "drift"

@@ -20,7 +20,9 @@ transition on its own terms:
   `pos_agent.monitor.failures`): two stretches in a row ending in the same failure, each with a
   call never made before, make their transitions that brought nothing drift (a semantic loop).
 - A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
-  a cycle (the first step of a loop's second round).
+  a cycle (the first step of a loop's second round). In hindsight, so is a step read as
+  unexplained when the call after it repeats, with it, the two calls p = 2..5 steps earlier
+  (a round that held a call made there for the first time).
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
   ones after the latest productive transition (progress ends what came before it), R = share
   of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
@@ -130,6 +132,8 @@ class _Reader:
             marked = self._marked if self._marked is not None else self._same_failure()
             if reading.kind != "drift" and i in marked:
                 reading = replace(reading, kind="drift")
+            elif reading.kind == "unexplained" and self._opens_round(i):
+                reading = replace(reading, kind="cycle")
             self._readings[i] = reading
         return reading
 
@@ -137,8 +141,9 @@ class _Reader:
         """The transitions of varied attempts that failed as before. A *varied attempt* is
         the stretch from a step whose output reported a failure to the next step reporting the
         same failure, at least two steps on, when some call made after the last progress given
-        in it was never made before, and its last step brought nothing (nothing first-seen,
-        no declared poll).
+        in it was never made before, some step between its ends reported no failure (the
+        attempt itself: an edit, a setting, a restart), and its last step brought nothing
+        (nothing first-seen, no declared poll).
         Once two
         consecutive stretches of one failure are varied attempts, their transitions that
         brought nothing are drift: the calls keep changing, the outcome does not. (One stretch is not enough: the first
@@ -167,12 +172,16 @@ class _Reader:
             # read to decide on it is not part of it); it holds a call never made before, and
             # something was done before the failing step (the same failure on the very next
             # step is what is shown, not the outcome of an attempt: distinct files that log
-            # the same errors, read one after another).
+            # the same errors, read one after another). Between the two reports, some step
+            # reported no failure: an act that went through. Outputs that all report failures,
+            # one of them coming back a few steps on, are failures being read (log after log,
+            # each with one of a few errors), not attempts.
             after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
             attempt = (
                 i - j >= 2
                 and self._unproductive(i)
                 and any(not steps[k].action_seen for k in range(after + 1, i + 1))
+                and any(steps[k].failure is None for k in range(j + 1, i))
             )
             if not attempt:
                 varied.pop(failure, None)
@@ -185,6 +194,25 @@ class _Reader:
         self._marked = frozenset(found)
         self._spanned = frozenset(spanned)
         return self._marked
+
+    def _opens_round(self, i: int) -> bool:
+        """The call into step i began a loop's next round: the call after it repeats, with
+        it, the two calls p = 2..5 steps earlier, and brought nothing. Known in hindsight: when
+        step i is the latest, or the next call breaks off, it stays as read. (A round may
+        hold a call made there for the first time, e.g. the last call of the first round, so
+        `_call_returns` alone cannot tell a second round's first step from a detour.)"""
+        steps = self.steps
+        if i + 1 >= len(steps) or steps[i].action is None:
+            return False
+        following = steps[i + 1]
+        if following.expected or _given_progress(following) or self._novel(i + 1) > 0:
+            return False
+        return any(
+            period > 1
+            and not _elsewhere(steps, i + 1, i + 1 - period)
+            and not _elsewhere(steps, i, i - period)
+            for period in _action_repeats(steps, i + 1)
+        )
 
     def within_attempts(self, i: int) -> bool:
         """Step i lies inside varied attempts that failed as before (whatever it brought)."""
@@ -221,6 +249,11 @@ class _Reader:
                 returns += (lag,)
         repeats = _action_repeats(steps, i)
         novel = self._novel(i)
+        if repeats and step.relative and novel == 0:
+            # A text command acts where it is given: the same command that showed other known
+            # things than at its earlier use (`go north` twice, into two known rooms) went
+            # somewhere else; retracing a path is no loop. Numbers are never entities.
+            repeats = tuple(p for p in repeats if not _elsewhere(steps, i, i - p))
         kind: StepKind
         if step.expected:
             kind = "waiting"
@@ -295,7 +328,8 @@ class _Reader:
 
 def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
     """The call into step i is the call of p = 2..MAX_PERIOD steps earlier, not the previous
-    one, and every call since that one was made before in the episode."""
+    one, and every call since that one was made before in the episode (a text command: and
+    it showed the same things as then)."""
     action = steps[i].action
     if action is None or steps[i - 1].action == action:
         return False
@@ -303,8 +337,14 @@ def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
         if not steps[i - period + 1].action_seen:
             return False
         if steps[i - period].action == action:
-            return steps[i].action_seen
+            return steps[i].action_seen and not _elsewhere(steps, i, i - period)
     return False
+
+
+def _elsewhere(steps: Sequence[WindowStep], i: int, j: int) -> bool:
+    """Step i's text command showed other things than at step j (it acted somewhere else)."""
+    step = steps[i]
+    return step.relative and step.world.entities != steps[j].world.entities
 
 
 def _given_progress(step: WindowStep) -> bool:

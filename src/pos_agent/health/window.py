@@ -89,6 +89,10 @@ class WindowStep:
     `pos_agent.monitor.failures`); equal strings are the same failure. None when it reports
     none or when unknown."""
 
+    relative: bool = False
+    """improved only: the action is a text command, which acts where it is given (`go west`,
+    `take key`): repeated, it is the same act only where it shows the same things again."""
+
     def __post_init__(self) -> None:
         for name in ("world", "focus"):
             if not isinstance(getattr(self, name), WorldKeys):

@@ -14,6 +14,10 @@ volatile rules) to that report:
   which failures there are, and a count of warnings or of passing tests that moves does not
   make the failure another one. A status line (`HTTP/1.1 502 Bad Gateway`, `status: 503`) is
   kept whole, and so are the numbers that count nothing (`assert 9 == 10`);
+- in an output with a failure line, the **diagnostic lines** (`path.ext:line: message`, the
+  form of Go's test messages, compilers and linters) are part of it too, their line number
+  masked: `--- FAIL: TestTaxRound` says which test fails, `tax_test.go:33: tax = 1.01, want
+  1.00` says how, and a fix that changes how is not the same failure;
 - spaces are collapsed, and the lines are sorted and de-duplicated (random test order).
 
 Two outputs with the same signature report the same failure. An output without a failure line
@@ -64,6 +68,9 @@ _STATUS = re.compile(r"\bhttp/\d(?:\.\d)? \d{3}\b|\b(?:status|code)[\s:=]+\d{3}\
 # A count: a number and the word it counts ("3 failed", "1 warning", "12 items").
 _COUNT = re.compile(r"\b\d+(?:[.,]\d+)?\s+[a-z][a-z_-]*[,;]?")
 _SPACES = re.compile(r"\s+")
+# A diagnostic line, `path.ext:line: message` (Go's test messages, compilers, linters): in an
+# output that reports a failure, it says what the failure is; its line number is masked.
+_DIAGNOSTIC = re.compile(r"^\s*([\w./-]+\.[a-z]\w*):\d+:(?:\d+:)?\s*(\S.*)$")
 _MAX_LINES = 64
 """Failure lines kept per output (a long log says no more than its first 64 failures)."""
 
@@ -75,9 +82,12 @@ def failure_signature(clean: str) -> str | None:
     if not any(literal in clean for literal in _LITERALS):
         return None
     lines = set()
+    diagnostics = set()
     for line in clean.splitlines():
         # The marker pattern only on lines holding one of its literals (it costs far more).
         if not any(literal in line for literal in _LITERALS) or _MARKER.search(line) is None:
+            if ":" in line and (diagnostic := _DIAGNOSTIC.match(line)) is not None:
+                diagnostics.add(_SPACES.sub(" ", f"{diagnostic[1]}:#: {diagnostic[2]}").strip())
             continue
         if _STATUS.search(line) is None:
             line = _COUNT.sub("", line)
@@ -86,4 +96,8 @@ def failure_signature(clean: str) -> str | None:
             lines.add(line)
             if len(lines) >= _MAX_LINES:
                 break
-    return "\n".join(sorted(lines)) if lines else None
+    if not lines:
+        return None
+    if diagnostics and len(lines) + len(diagnostics) <= _MAX_LINES:
+        lines |= diagnostics
+    return "\n".join(sorted(lines))

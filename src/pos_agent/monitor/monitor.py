@@ -307,6 +307,7 @@ class TrapMonitor:
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
             failure=self._failure(clean),
+            relative=not key.tools and key.words is None,
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
         self._transitions.append(

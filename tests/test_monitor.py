@@ -31,9 +31,9 @@ def test_the_readme_example_runs_and_prints_what_it_says() -> None:
     namespace: dict[str, object] = {}
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), namespace)
-    assert printed.getvalue().splitlines()[0] == "6 cycle ('go to the pantry',)"
+    assert printed.getvalue().splitlines()[0] == "5 cycle ('go to the kitchen',)"
     assert "RECOVERY" in str(namespace["hint"])
-    assert 'Do not take "go to the pantry" again' in str(namespace["hint"])
+    assert 'Do not take "go to the kitchen" again' in str(namespace["hint"])
 
 
 # --- model-free ---------------------------------------------------------------------------------

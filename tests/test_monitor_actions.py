@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from pos_agent.monitor import ToolCall, TrapMonitor, canonical_action
+from pos_agent.monitor import MonitorReport, ToolCall, TrapMonitor, canonical_action
 from pos_agent.monitor.volatile import normalise
 
 
@@ -195,4 +195,57 @@ def test_walking_back_with_the_commands_of_two_steps_ago_is_not_a_loop_in_hindsi
     back = [("go north", "zone"), ("go west", "parlor"), ("go north", "garage")]
     back += [("go west", "office")]
     reports = [monitor.observe(command, rooms[room]) for command, room in out + back]
+    assert not any(r.trapped for r in reports)
+
+
+def _alternation(first_round_progress: int | None = None) -> list[MonitorReport]:
+    """A read/test alternation whose first round shows things for the first time and whose
+    later rounds show nothing new (only the duration moves)."""
+    monitor = TrapMonitor()
+    monitor.observe(ToolCall("ls", {"path": "."}), "cart/ billing/ go.mod")
+    monitor.observe(ToolCall("cat", {"path": "go.mod"}), "module shop go 1.22")
+    read = ToolCall("cat", {"path": "cart/cart_test.go"})
+    test = ToolCall("shell", {"cmd": "go test ./..."})
+    reports = []
+    for i in range(6):
+        call, text = (read, "cart_test.go: want 42 got 41") if i % 2 == 0 else (test, "")
+        if call is test:
+            text = f"--- FAIL: TestCartTotal (0.{10 + i}s) cart_test.go:12: want 42 got 41"
+        progress = first_round_progress if i == 1 else None
+        reports.append(monitor.observe(call, text, progress=progress))
+    return reports
+
+
+def test_an_alternation_is_caught_once_its_second_round_is_complete() -> None:
+    """A B A B with nothing new in the second round: the transition into the first B is the
+    same call after the same call as the second B's, so in hindsight it is the loop's too and
+    the window holds three stuck transitions of four when the second round is complete."""
+    reports = _alternation()  # steps 3..8: A B A B A B
+    onset = next(r for r in reports if r.onset)
+    assert onset.step == 6 and onset.pattern == "cycle"
+    assert all(r.trapped for r in reports[3:])
+
+
+def test_a_first_round_the_caller_labelled_progress_is_not_re_read() -> None:
+    # The caller's label wins: the first test run made progress, so only the second round's
+    # two steps are stuck when it is complete, and the alarm waits for a third.
+    reports = _alternation(first_round_progress=1)
+    onset = next(r for r in reports if r.onset)
+    assert onset.step == 7
+
+
+def test_a_pair_that_comes_back_once_and_then_shows_something_new_is_not_re_read() -> None:
+    # A B A B' where B' shows something first-seen: the second round did not come back empty.
+    monitor = TrapMonitor()
+    monitor.observe(ToolCall("ls", {"path": "."}), "a.py tests/")
+    monitor.observe(ToolCall("cat", {"path": "tests/test_a.py"}), "def test_add(): ...")
+    read = ToolCall("cat", {"path": "a.py"})
+    test = ToolCall("shell", {"cmd": "pytest -q"})
+    steps = [
+        (read, "a.py: def add(a, b): return a - b"),
+        (test, "FAILED test_add: assert 1 == 3 (0.51s)"),
+        (read, "a.py: def add(a, b): return a - b"),
+        (test, "FAILED test_sub: ZeroDivisionError in helper (0.52s)"),
+    ]
+    reports = [monitor.observe(call, text) for call, text in steps]
     assert not any(r.trapped for r in reports)

@@ -22,7 +22,10 @@ transition on its own terms:
 - A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
   a cycle (the first step of a loop's second round). In hindsight, so is a step read as
   unexplained when the call after it repeats, with it, the two calls p = 2..5 steps earlier
-  (a round that held a call made there for the first time).
+  (a round that held a call made there for the first time). And once a whole round of
+  p = 2..5 calls has come back and its second round brought nothing, the first round's steps
+  after its first call are a cycle too (each is the same call after the same call as a step
+  that brought nothing), whatever they brought then.
 - **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
   ones after the latest productive transition (progress ends what came before it), R = share
   of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
@@ -54,6 +57,8 @@ from pos_agent.health.window import (
 StepKind = Literal["productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"]
 _STUCK = ("static", "cycle", "drift")
 _NOT_STUCK = ("productive", "exploring", "waiting")
+_REREADABLE = ("productive", "exploring", "unexplained")
+"""Readings that a loop's completed second round may re-read, in hindsight, as a cycle."""
 MAX_PERIOD = 5
 """The longest repeating call sequence read from the actions (Gemini CLI looks for 1-5)."""
 
@@ -132,7 +137,9 @@ class _Reader:
             marked = self._marked if self._marked is not None else self._same_failure()
             if reading.kind != "drift" and i in marked:
                 reading = replace(reading, kind="drift")
-            elif reading.kind == "unexplained" and self._opens_round(i):
+            elif (reading.kind == "unexplained" and self._opens_round(i)) or (
+                reading.kind in _REREADABLE and self._came_round_again(i)
+            ):
                 reading = replace(reading, kind="cycle")
             self._readings[i] = reading
         return reading
@@ -213,6 +220,48 @@ class _Reader:
             and not _elsewhere(steps, i, i - period)
             for period in _action_repeats(steps, i + 1)
         )
+
+    def _came_round_again(self, i: int) -> bool:
+        """Step i lies inside a loop's first round, after its first call, and that whole
+        round has come back: the p = 2..5 calls from the round's start are repeated by the p
+        calls after them, each of which brought nothing (stuck). The transition into step i is
+        then the same call after the same call as one of the second round's, which showed
+        nothing new: what step i brought was the first look the loop keeps taking. Known in
+        hindsight, once the second round is complete; the round's first call is not re-read
+        (it came from outside the loop). A step the caller labelled progress, or a declared
+        poll, keeps its reading."""
+        steps = self.steps
+        step = steps[i]
+        if step.action is None or step.expected or _given_progress(step):
+            return False
+        size = len(steps)
+        for period in range(2, MAX_PERIOD + 1):
+            if i + period >= size or steps[i + period].action != step.action:
+                continue
+            # The round starts 1..period-1 steps before i; its second round ends period-1
+            # steps after the first round's end.
+            for start in range(max(0, i - period + 1), i):
+                end = start + 2 * period - 1
+                if end >= size:
+                    break
+                if self._round_repeats(start, period) and all(
+                    self(k).kind in _STUCK for k in range(start + period, end + 1)
+                ):
+                    return True
+        return False
+
+    def _round_repeats(self, start: int, period: int) -> bool:
+        """The calls of steps start..start+period-1, consecutive ones different, are made
+        again, in order, by the next `period` steps (a text command: showing the same things
+        as then)."""
+        steps = self.steps
+        for k in range(start, start + period):
+            action = steps[k].action
+            if action is None or (k > start and steps[k - 1].action == action):
+                return False
+            if steps[k + period].action != action or _elsewhere(steps, k + period, k):
+                return False
+        return True
 
     def within_attempts(self, i: int) -> bool:
         """Step i lies inside varied attempts that failed as before (whatever it brought)."""

@@ -206,7 +206,13 @@ SUBMISSION = {
 
 class Backbone:
     """Deterministic answers per role, of the length a real model would write; every method
-    gets the same tool calls in the same order."""
+    gets the same tool calls in the same order.
+
+    The belief patches follow the updater's prompt: a state read from an observation is
+    "observed" with that step as evidence and an exact quote from it (`observed_quote`). Before
+    (no evidence, no quote) the Sentinel's rules found `missing_evidence` on 47 of 50 steps of
+    nz-tt-010, each paid with a revision and a second audit: perf.cost's rca row was then
+    `pos 251 calls, 478307 prompt, 7917 completion, openai 54.5%, billed@0.5x 355856`."""
 
     def __init__(self, cycle: Sequence[str]) -> None:
         self.cycle = list(cycle)
@@ -302,16 +308,35 @@ class Backbone:
         service = re.search(r'"(?:entity|service)": "([\w-]+)"', user)
         if service:
             ops.append({"op": "upsert_entity", "name": service.group(1), "type": "service"})
-            ops.append(
-                {
-                    "op": "upsert_state",
-                    "entity": service.group(1),
-                    "attribute": "checked",
-                    "value": "telemetry read",
-                    "source": "observed",
-                }
-            )
+            state: dict[str, Any] = {
+                "op": "upsert_state",
+                "entity": service.group(1),
+                "attribute": "checked",
+                "value": "telemetry read",
+                "source": "inferred",
+            }
+            seen = observed_quote(user)
+            if seen is not None:
+                # As the updater's prompt asks: observed, with its step and an exact quote.
+                state.update(source="observed", evidence=[seen[0]], quote=seen[1])
+            ops.append(state)
         return ops
+
+
+_OBSERVATION_AT = re.compile(r"Observation at step (\d+):\n")
+
+
+def observed_quote(user: str, chars: int = 80) -> tuple[int, str] | None:
+    """The step of the last observation a belief prompt shows and an exact quote from it (its
+    first non-blank line, cut at a word within `chars`); None when it shows none."""
+    found = list(_OBSERVATION_AT.finditer(user))
+    if not found:
+        return None
+    step = int(found[-1].group(1))
+    line = next((x.strip() for x in user[found[-1].end() :].splitlines() if x.strip()), "")
+    if len(line) > chars:
+        line = line[:chars].rsplit(" ", 1)[0] or line[:chars]
+    return (step, line) if line else None
 
 
 def turns_after(context: str, marker: str) -> int:

@@ -20,12 +20,20 @@ of the episode (`cost/cache.py`): the tokens it shares with the longest matching
 each provider's rule, are what that provider could serve from its cache. Tokens are the
 scripted backend's estimate (four characters a token). Billed tokens = uncached prompt tokens +
 cached ones at the cached price (a fraction of the input price) + completion tokens (at the
-input price). With `--server` the alfworld episode of raw and pos is run once more, shorter,
-against llama-cpp-python's OpenAI-compatible server (the embedded SmolLM2 model, prompt cache
-on), and the prompt tokens the server itself reported reusing (its log's "prefix-match hit")
-are printed next to the estimates under the llamacpp rule (the last prompt's state only) and
-the llamacpp-ram rule (`--cache`: the states of earlier prompts too). The server also counts
-the repair turns and chat-template tokens the estimate does not see.
+input price). Before the last two lines, per episode, the floor: the billed pos/raw if every
+PoS prompt token were served from the cache and raw's stayed as measured, and with raw's all
+cached too (what no layout of the same content can beat).
+
+With `--server` the alfworld episode of raw and pos is run once more, shorter, against
+llama-cpp-python's OpenAI-compatible server (the embedded SmolLM2 model, `--cache` on: the
+server keeps the state of every request, its prompt then its answer, and starts a prompt from
+the one sharing the longest prefix). Every request that reaches the server is recorded as sent
+(`SentLog`: the answer's schema in the system message, as this server has no native schema
+mode, and the repair turns, which `Calls` does not see), with the prompt tokens the server
+itself reported reusing for it (its log's "prefix-match hit"). The estimate applies the
+server's rule to those requests by characters, with the server's own prompt token counts; it
+is printed next to the same rule on `Calls` (what `Model.answer` sees) and on the server's own
+tokens (the model's chat template and tokenizer).
 
 The last two lines, under OpenAI's rule:
 `billed pos/raw at 0.5x cached: alfworld=<a> rca=<b> loca=<c>` and the same at 0.1x.
@@ -61,6 +69,7 @@ from pos_agent.cost import (
     prompt_breakpoints,
     prompt_text,
 )
+from pos_agent.cost.cache import shared_prefix
 from pos_agent.envs import Environment, TaskKind, make_env
 from pos_agent.llm import (
     CallWrapper,
@@ -71,7 +80,7 @@ from pos_agent.llm import (
     TokenLedger,
     request_breakpoints,
 )
-from pos_agent.llm.backend import GenerationRequest
+from pos_agent.llm.backend import Backend, GenerationRequest, RawReply
 from pos_agent.perf.baselines import Backbone, Probe, Recording, ReplayEnv, record
 from pos_agent.perf.prompt_growth import ScriptedRoles
 from pos_agent.roles.limits import AgentLimits, ProfileName, role_limits
@@ -301,6 +310,147 @@ def run_episode(name: str, method: str, steps: int, recording: Recording | None)
 
 
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
+ANSWER_MARK = "<|assistant|>"
+"""What follows a prompt in the state the server keeps (`prompt_text`'s form of the answer)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as it reached the server: the messages as sent (the answer's schema in the
+    system message where the server has no native schema mode, the repair turns), the answer,
+    the server's own count of the prompt's tokens, and the prompt tokens its log says it
+    reused for this request."""
+
+    role: str
+    purpose: str
+    messages: tuple[tuple[str, str], ...]
+    answer: str
+    prompt_tokens: int
+    server_cached: int
+
+    @property
+    def text(self) -> str:
+        return prompt_text(self.messages)
+
+
+class SentLog:
+    """A backend that passes every request on and keeps it as sent (`Sent`), with what the
+    server's log says about it. `Calls` sees `Model.answer`; the requests below it (the
+    schema instruction, the repair turns) are what the server caches."""
+
+    def __init__(self, backend: Backend, log: Path) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.model_id = backend.model_id
+        self.base_url = backend.base_url
+        self.log = log
+        self.sent: list[Sent] = []
+
+    def __getattr__(self, name: str) -> Any:
+        # constrains_output, secrets, ...: the backend's own.
+        return getattr(self.backend, name)
+
+    def generate(self, request: GenerationRequest) -> RawReply:
+        start = self.log.stat().st_size if self.log.exists() else 0
+        reply: RawReply | None = None
+        try:
+            reply = self.backend.generate(request)
+            return reply
+        finally:
+            # The server logs the hit before it answers (its stderr is line-buffered).
+            with self.log.open("rb") as lines:
+                lines.seek(start)
+                told = lines.read().decode(errors="replace")
+            self.sent.append(
+                Sent(
+                    request.role,
+                    request.purpose,
+                    tuple((m.role, m.content) for m in request.messages),
+                    reply.text if reply is not None else "",
+                    reply.usage.prompt_tokens if reply is not None else 0,
+                    sum(int(h) for h in _PREFIX_HIT.findall(told)),
+                )
+            )
+
+
+Tokens = str | list[int]
+
+
+def _common(a: Tokens, b: Tokens) -> int:
+    if isinstance(a, str) and isinstance(b, str):
+        return shared_prefix(a, b)
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def server_reuse(
+    prompts: Sequence[Tokens], answers: Sequence[Tokens], sizes: Sequence[int], *, ram: bool
+) -> list[int]:
+    """Per request, the prompt tokens llama-cpp-python's server reuses, by its own rule: the
+    longest prefix the prompt shares with a state the server kept, the state of an earlier
+    request being its prompt followed by its answer; `ram` (`--cache`): any earlier state, else
+    the last one only. A prompt held whole still has its last token evaluated again. `prompts`
+    are texts (their shared characters converted with the server's count of each prompt's
+    tokens, `sizes`) or token lists."""
+    states: list[Tokens] = []
+    reused = []
+    for prompt, answer, size in zip(prompts, answers, sizes, strict=True):
+        pool = states if ram else states[-1:]
+        shared = max((_common(state, prompt) for state in pool), default=0)
+        if shared >= len(prompt):
+            reused.append(max(0, size - 1))
+        elif isinstance(prompt, str):
+            reused.append(int(shared * size / len(prompt)) if prompt else 0)
+        else:
+            reused.append(shared)
+        states.append(prompt + answer)  # type: ignore[operator]
+    return reused
+
+
+def sent_estimate(sent: Sequence[Sent], *, ram: bool = True) -> list[int]:
+    """`server_reuse` on the requests as sent, by characters (`prompt_text` with the answer
+    after `ANSWER_MARK`) and the server's prompt token counts: the estimate."""
+    return server_reuse(
+        [s.text for s in sent],
+        [f"{ANSWER_MARK}{s.answer}" for s in sent],
+        [s.prompt_tokens for s in sent],
+        ram=ram,
+    )
+
+
+def tokenized_reuse(sent: Sequence[Sent], gguf: Path) -> list[int] | str:
+    """`server_reuse` on the server's own tokens: each request put through the model's chat
+    template and tokenizer as llama-cpp-python's server does; a reason string if it cannot."""
+    try:
+        from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's load messages
+            vocab = Llama(str(gguf), vocab_only=True, verbose=False)
+        text_of = vocab._model.token_get_text
+        template = Jinja2ChatFormatter(
+            vocab.metadata["tokenizer.chat_template"],
+            text_of(vocab.token_eos()),
+            text_of(vocab.token_bos()),
+            stop_token_ids=[vocab.token_eos()],
+        )
+        prompts: list[Tokens] = []
+        answers: list[Tokens] = []
+        for s in sent:
+            turns: list[Any] = [{"role": r, "content": c} for r, c in s.messages]
+            shaped = template(messages=turns)
+            prompt = shaped.prompt.encode()
+            prompts.append(vocab.tokenize(prompt, add_bos=not shaped.added_special, special=True))
+            answers.append(vocab.tokenize(s.answer.encode(), add_bos=False, special=False))
+        vocab.close()
+        return server_reuse(prompts, answers, [len(p) for p in prompts], ram=True)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
 
 
 def _free_port() -> int:
@@ -309,9 +459,52 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _gap(estimate: int, server: int) -> str:
+    return f"{100 * (estimate - server) / server:+.1f}%" if server else "n/a"
+
+
+def server_table(
+    runs: Sequence[tuple[str, Sequence[Call], range]],
+    sent: Sequence[Sent],
+    tokenized: Sequence[int] | str,
+) -> list[str]:
+    """One row per method: calls and requests, the server's prompt tokens, what it reported
+    reusing, the estimate on the requests as sent and its gap, the same on `Calls` (what
+    `Model.answer` sees) and on the server's own tokens; then why, where a gap is over 10%."""
+    estimate = sent_estimate(sent)
+    lines = [
+        f"{'method':>8} {'calls':>6} {'sent':>5} {'prompt':>7} {'server cached':>14} "
+        f"{'estimate':>9} {'est-srv':>8} {'on calls':>9} {'est-srv':>8} {'tokenized':>10} "
+        f"{'tok-srv':>8}"
+    ]
+    over = []
+    for method, calls, span in runs:
+        server = sum(sent[i].server_cached for i in span)
+        mine = sum(estimate[i] for i in span)
+        on_calls = sum(cached_tokens(calls, "llamacpp-ram"))
+        exact = "-" if isinstance(tokenized, str) else str(sum(tokenized[i] for i in span))
+        exact_gap = "-" if isinstance(tokenized, str) else _gap(int(exact), server)
+        prompt = sum(sent[i].prompt_tokens for i in span)
+        lines.append(
+            f"{method:>8} {len(calls):>6} {len(span):>5} {prompt:>7} {server:>14} {mine:>9} "
+            f"{_gap(mine, server):>8} {on_calls:>9} {_gap(on_calls, server):>8} {exact:>10} "
+            f"{exact_gap:>8}"
+        )
+        if server and abs(mine - server) > 0.1 * server:
+            over.append(method)
+    if isinstance(tokenized, str):
+        lines.append(f"(no tokenized column: {tokenized})")
+    if over:
+        lines.append(
+            f"estimate not within 10% on {', '.join(over)}: it counts shared characters where "
+            "the server counts tokens (see the tokenized column for the server's own)"
+        )
+    return lines
+
+
 def server_run(steps: int) -> list[str]:
     """raw and pos on the alfworld episode against llama-cpp-python's server (prompt cache on):
-    the server's reused prompt tokens next to the llamacpp estimate."""
+    the server's reused prompt tokens next to the estimate."""
     from pos_agent.llm import ModelOptions, load_model
     from pos_agent.llm._local import embedded_gguf_path
 
@@ -339,8 +532,11 @@ def server_run(steps: int) -> list[str]:
                     time.sleep(0.5)
             options = ModelOptions(base_url=url, api_key="local", timeout_s=900, max_retries=1)
             model = load_model("openai:smollm", options)
+            wire = SentLog(model.backend, log)
+            model.backend = wire
+            runs: list[tuple[str, Sequence[Call], range]] = []
             for method in ("raw", "pos"):
-                before = len(_PREFIX_HIT.findall(log.read_text(errors="replace")))
+                first = len(wire.sent)
                 calls = Calls(model, spec="openai:smollm")
                 # The embedded model's profile and budget (what `--model local` runs with).
                 try:
@@ -349,18 +545,7 @@ def server_run(steps: int) -> list[str]:
                              profile="compact")  # fmt: skip
                 except Exception as exc:
                     lines.append(f"{method:>8} stopped: {type(exc).__name__}: {exc}"[:300])
-                hits = [int(h) for h in _PREFIX_HIT.findall(log.read_text(errors="replace"))]
-                server = sum(hits[before:])
-                last = sum(cached_tokens(calls.calls, "llamacpp"))
-                ram = sum(cached_tokens(calls.calls, "llamacpp-ram"))
-                prompt = sum(c.prompt_tokens for c in calls.calls)
-                gaps = [
-                    f"{100 * (e - server) / server:+.1f}%" if server else "n/a" for e in (last, ram)
-                ]
-                lines.append(
-                    f"{method:>8} {len(calls.calls):>6} {prompt:>10} {server:>14} {last:>10} "
-                    f"{gaps[0]:>9} {ram:>10} {gaps[1]:>9}"
-                )
+                runs.append((method, calls.calls, range(first, len(wire.sent))))
         finally:
             process.terminate()
             try:
@@ -368,7 +553,9 @@ def server_run(steps: int) -> list[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=20)
-    return lines
+    # The methods ran one after the other on one server: its states carry over.
+    tokenized = tokenized_reuse(wire.sent, embedded_gguf_path())
+    return server_table(runs, wire.sent, tokenized) + lines
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -376,6 +563,32 @@ def server_run(steps: int) -> list[str]:
 
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "-"
+
+
+def all_cached(calls: Sequence[Call]) -> TokenCounts:
+    """The calls' tokens with every prompt token served from the cache."""
+    prompt = sum(c.prompt_tokens for c in calls)
+    return TokenCounts(prompt, sum(c.completion_tokens for c in calls), cached=prompt)
+
+
+def floor(pos: Sequence[Call], raw: Sequence[Call], price: float, *, raw_cached: bool) -> float:
+    """The lowest billed pos/raw a prompt layout could reach at `price`: every PoS prompt token
+    served from the cache, raw's as measured under OpenAI's rule (or, with `raw_cached`, all of
+    raw's too). The content is the same, so the completions and the prompt sizes are too."""
+    pos_bill = all_cached(pos).billed(price)
+    raw_bill = (all_cached(raw) if raw_cached else counts(raw, "openai")).billed(price)
+    return pos_bill / raw_bill if raw_bill else float("nan")
+
+
+def floor_lines(name: str, pos: Sequence[Call], raw: Sequence[Call]) -> list[str]:
+    """The episode's floor lines, at the cached prices of the issue's targets."""
+    lines = []
+    for label, raw_cached in (("all pos prompts", False), ("all prompts of both", True)):
+        cells = " ".join(
+            f"{p}x={floor(pos, raw, p, raw_cached=raw_cached):.2f}" for p in (0.5, 0.1)
+        )
+        lines.append(f"{name}: floor pos/raw if {label} were cached: {cells}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -394,6 +607,7 @@ def main(argv: list[str] | None = None) -> None:
     if bad:
         parser.error(f"unknown: {', '.join(bad)}")
     billed_ratio: dict[float, dict[str, str]] = {p: {} for p in CACHED_PRICES}
+    played: dict[str, dict[str, list[Call]]] = {}
     for name in episodes:
         recording: Recording | None = None
         if name == "rca":
@@ -407,6 +621,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             recording = got
         per_method = {m: run_episode(name, m, args.steps, recording) for m in methods}
+        played[name] = per_method
         print(f"\n{name}: {args.steps}-step scripted episode")
         head = f"{'method':>8} {'calls':>6} {'prompt':>9} {'compl.':>7}"
         head += "".join(f" {r + ' %':>{max(12, len(r) + 2)}}" for r in RULES)
@@ -444,15 +659,20 @@ def main(argv: list[str] | None = None) -> None:
                 billed_ratio[price][name] = ratio(billed["pos"][price], billed["raw"][price])
     if args.server:
         print(
-            f"\nllama-cpp-python server, alfworld {args.server_steps} steps, SmolLM2 "
-            "(prompt tokens the server reports reusing vs the llamacpp estimate)"
-        )
-        print(
-            f"{'method':>8} {'calls':>6} {'prompt':>10} {'server cached':>14} {'last only':>10} "
-            f"{'est-srv':>9} {'ram cache':>10} {'est-srv':>9}"
+            f"\nllama-cpp-python server (--cache), alfworld {args.server_steps} steps, SmolLM2: "
+            "prompt tokens the server reports reusing vs the estimate on the requests it got"
         )
         for line in server_run(args.server_steps):
             print(line)
+    floors = [
+        line
+        for name, per_method in played.items()
+        if "pos" in per_method and "raw" in per_method
+        for line in floor_lines(name, per_method["pos"], per_method["raw"])
+    ]
+    if floors:
+        print("\nfloor: billed pos/raw under openai with the same tokens, cached at best")
+        print("\n".join(floors))
     for price in (0.5, 0.1):
         cells = " ".join(f"{e}={billed_ratio[price].get(e, '-')}" for e in EPISODES)
         print(f"billed pos/raw at {price}x cached: {cells}")

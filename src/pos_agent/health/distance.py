@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Set
 from dataclasses import dataclass
 from itertools import islice
 
@@ -10,11 +10,6 @@ from itertools import islice
 # and the size below which building either result is too cheap to be worth a guess.
 _OVERLAP_PROBE = 16
 _PROBE_FROM_SIZE = 512
-
-
-def _as_frozenset(keys: Iterable[str]) -> frozenset[str]:
-    # Reuse frozensets as given: identity is the cheapest "distance 0" there is.
-    return keys if isinstance(keys, frozenset) else frozenset(keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +44,14 @@ class WorldKeys:
         )
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "entities", _as_frozenset(self.entities))
-        object.__setattr__(self, "states", _as_frozenset(self.states))
-        object.__setattr__(self, "relations", _as_frozenset(self.relations))
+        # Frozensets are kept as given (identity is the cheapest "distance 0" there is), the
+        # rest converted.
+        if not isinstance(self.entities, frozenset):
+            object.__setattr__(self, "entities", frozenset(self.entities))
+        if not isinstance(self.states, frozenset):
+            object.__setattr__(self, "states", frozenset(self.states))
+        if not isinstance(self.relations, frozenset):
+            object.__setattr__(self, "relations", frozenset(self.relations))
 
 
 def _intersection_size(a: Set[str], b: Set[str]) -> int:

@@ -128,6 +128,20 @@ class _Reader:
         self._seen_before: list[frozenset[str]] | None = None
         self._marked: frozenset[int] | None = None
         self._spanned: frozenset[int] = frozenset()
+        self._call_reach = max(self.max_lag, MAX_PERIOD)
+        self._world_numbers: list[int] | None = None
+
+    def _worlds(self) -> list[int]:
+        """Per step, a number that the steps of the same world (the same keys, as `_same`
+        without tolerance says) share and no other step has."""
+        numbers = self._world_numbers
+        if numbers is None:
+            seen: dict[tuple[frozenset[str], frozenset[str], frozenset[str]], int] = {}
+            numbers = self._world_numbers = [
+                seen.setdefault((w.entities, w.states, w.relations), len(seen))
+                for w in [step.world for step in self.steps]
+            ]
+        return numbers
 
     def __call__(self, i: int) -> TransitionReading:
         """The reading of the transition into step i (i >= 1)."""
@@ -289,13 +303,21 @@ class _Reader:
     def _read(self, i: int) -> TransitionReading:
         steps, tolerance = self.steps, self.tolerance
         step = steps[i]
-        world = step.world
         returns: tuple[int, ...] = ()
         # With the calls known, returns are looked for as far back as call loops (5 steps).
-        reach = self.max_lag if step.action is None else max(self.max_lag, MAX_PERIOD)
-        for lag in range(1, (reach if reach < i else i) + 1):
-            if _same(world, steps[i - lag].world, tolerance):
-                returns += (lag,)
+        reach = self.max_lag if step.action is None else self._call_reach
+        lags = range(1, (reach if reach < i else i) + 1)
+        if tolerance == 0:
+            worlds = self._worlds()
+            now = worlds[i]
+            for lag in lags:
+                if worlds[i - lag] == now:
+                    returns += (lag,)
+        else:
+            world = step.world
+            for lag in lags:
+                if _same(world, steps[i - lag].world, tolerance):
+                    returns += (lag,)
         repeats = _action_repeats(steps, i)
         novel = self._novel(i)
         if repeats and step.relative and novel == 0:
@@ -507,15 +529,15 @@ def assess_and_read(
     # one are not counted (an agent that escaped and then repeats one call is not trapped again
     # on the strength of the loop it left). A step inside varied attempts that keep failing
     # the same way is no escape, whatever it showed.
-    last_productive = max(
+    last_productive = next(
         (
             k
-            for k, r in enumerate(judged)
-            if r.kind == "productive" and not reader.within_attempts(first + k)
+            for k in range(len(judged) - 1, -1, -1)
+            if judged[k].kind == "productive" and not reader.within_attempts(first + k)
         ),
-        default=-1,
+        -1,
     )
-    stagnation = sum(r.kind in _STUCK for r in judged[last_productive + 1 :]) / len(judged)
+    stagnation = len([r for r in judged[last_productive + 1 :] if r.kind in _STUCK]) / len(judged)
     stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
     recurrence = len(stuck_returns) / len(judged)
     lag = _period(stuck_returns)

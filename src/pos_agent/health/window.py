@@ -6,7 +6,7 @@ agent that can describe its steps as `WindowStep`s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import islice
 from typing import Literal, get_args
@@ -27,10 +27,6 @@ def _at_most(value: float, limit: float) -> bool:
 
 def _at_least(value: float, limit: float) -> bool:
     return value >= limit - _TOLERANCE
-
-
-def _as_frozenset(keys: Iterable[str]) -> frozenset[str]:
-    return keys if isinstance(keys, frozenset) else frozenset(keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +90,13 @@ class WindowStep:
     `take key`): repeated, it is the same act only where it shows the same things again."""
 
     def __post_init__(self) -> None:
-        for name in ("world", "focus"):
-            if not isinstance(getattr(self, name), WorldKeys):
-                raise TypeError(
-                    f"WindowStep.{name} must be a WorldKeys, got {type(getattr(self, name)).__name__}"
-                )
+        if not isinstance(self.world, WorldKeys) or not isinstance(self.focus, WorldKeys):
+            for name in ("world", "focus"):
+                if not isinstance(getattr(self, name), WorldKeys):
+                    raise TypeError(
+                        f"WindowStep.{name} must be a WorldKeys, "
+                        f"got {type(getattr(self, name)).__name__}"
+                    )
         if self.progress not in (0, 1):
             raise ValueError(f"WindowStep.progress must be 0 or 1, got {self.progress!r}")
         if self.novel is not None and (
@@ -107,9 +105,14 @@ class WindowStep:
             raise ValueError(
                 f"WindowStep.novel must be None or an integer >= 0, got {self.novel!r}"
             )
-        object.__setattr__(self, "progress", int(self.progress))
-        object.__setattr__(self, "epistemic", _as_frozenset(self.epistemic))
-        object.__setattr__(self, "achievement", _as_frozenset(self.achievement))
+        # Only what needs converting is set again (bool or other int-like labels, gap ids that
+        # are not frozensets yet).
+        if type(self.progress) is not int:
+            object.__setattr__(self, "progress", int(self.progress))
+        if not isinstance(self.epistemic, frozenset):
+            object.__setattr__(self, "epistemic", frozenset(self.epistemic))
+        if not isinstance(self.achievement, frozenset):
+            object.__setattr__(self, "achievement", frozenset(self.achievement))
 
 
 def _check_unit_interval(name: str, value: object) -> None:

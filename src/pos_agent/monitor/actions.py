@@ -38,6 +38,9 @@ PROSE_SIMILARITY = 0.6
 
 _SPACES = re.compile(r"\s+")
 _WORD = re.compile(r"[a-z][a-z'_-]+")
+# `json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)`, without building
+# the encoder anew for every call (it keeps no state between calls).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,7 @@ def _canonical_arguments(arguments: object) -> str:
         except ValueError:
             return _SPACES.sub(" ", stripped)
     try:
-        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+        return _CANONICAL_JSON.encode(arguments)
     except (TypeError, ValueError):
         return _SPACES.sub(" ", str(arguments))
 

@@ -75,17 +75,25 @@ _MAX_LINES = 64
 """Failure lines kept per output (a long log says no more than its first 64 failures)."""
 
 
+def _holds_literal(text: str) -> bool:
+    """Some marker's literal is in `text`."""
+    for literal in _LITERALS:  # noqa: SIM110 - a loop costs less than `any` over a generator
+        if literal in text:
+            return True
+    return False
+
+
 def failure_signature(clean: str) -> str | None:
     """The failure an output reports (see the module doc), or None when it reports none.
 
     `clean` is the output after the volatile rules (lower case)."""
-    if not any(literal in clean for literal in _LITERALS):
+    if not _holds_literal(clean):
         return None
     lines = set()
     diagnostics = set()
     for line in clean.splitlines():
         # The marker pattern only on lines holding one of its literals (it costs far more).
-        if not any(literal in line for literal in _LITERALS) or _MARKER.search(line) is None:
+        if not _holds_literal(line) or _MARKER.search(line) is None:
             if ":" in line and (diagnostic := _DIAGNOSTIC.match(line)) is not None:
                 diagnostics.add(_SPACES.sub(" ", f"{diagnostic[1]}:#: {diagnostic[2]}").strip())
             continue

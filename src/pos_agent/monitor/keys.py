@@ -155,22 +155,31 @@ class TextKeys:
         if cached is not None:
             return cached
         text = observation.lower()
+        # `" ".join(part.split())` collapses white space as `_SPACES.sub(" ", part).strip()`
+        # does (both use Python's notion of white space), at a fraction of the cost.
+        # Set comprehensions: cheaper than generators here.
         sentences = frozenset(
-            s for s in (_SPACES.sub(" ", part).strip() for part in _SENTENCE_END.split(text)) if s
+            {s for s in map(" ".join, map(str.split, _SENTENCE_END.split(text))) if s}
         )
+        found = _WORD.findall(text)
         words = frozenset(
-            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
-            for w in _WORD.findall(text)
-            if w not in _FUNCTION_WORDS
+            {
+                w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w  # _singular, inline
+                for w in found
+                if w not in _FUNCTION_WORDS
+            }
         )
         world = WorldKeys(words, sentences, frozenset())
         if self.goal_words:
             forms = self._forms()
-            focus = WorldKeys(
-                words & self.goal_words,
-                frozenset(s for s in sentences if not forms.isdisjoint(_WORD.findall(s))),
-                frozenset(),
+            # A word never spans a sentence break (white space), so the words of the text are
+            # those of its sentences: without a goal word in the text, no sentence has one.
+            in_focus = (
+                frozenset(s for s in sentences if not forms.isdisjoint(_WORD.findall(s)))
+                if not forms.isdisjoint(found)
+                else frozenset()
             )
+            focus = WorldKeys(words & self.goal_words, in_focus, frozenset())
         else:
             focus = EMPTY_KEYS
         if len(self._cache) < 50_000:

@@ -126,9 +126,10 @@ class MonitorReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Read:
-    """What one step's input says, before progress and novelty are known."""
+    """What one step's input says, before progress and novelty are known (never changed once
+    made; not frozen, which makes it cheaper to build)."""
 
     source: BeliefSource
     world: WorldKeys
@@ -141,9 +142,10 @@ class _Read:
     """Facts input: the entities the focus is about (None: the whole world)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Observed:
-    """One step in the window, with what is needed to re-project it onto a later focus."""
+    """One step in the window, with what is needed to re-project it onto a later focus (never
+    changed once made)."""
 
     step: WindowStep
     belief: Belief | None = None
@@ -231,6 +233,8 @@ class TrapMonitor:
         self._actions = ActionHistory()
         self._meter_call: str | None = None
         self._meter_output = ""
+        self._meter_values: tuple[float, ...] | None = None
+        """`meter_readings(_meter_output)` once read (a call repeated again reads it once)."""
         self._poll_tool: str | None = None
         self._polls = 0
         self._since: int | None = None
@@ -277,14 +281,15 @@ class TrapMonitor:
         label, progress_source = self._progress(action, observation, progress, novel)
         # Model-free, a progress meter of the same call that moved forward is progress (read
         # only when the call repeats: most steps need no meter at all).
-        if (
-            progress_source == "novelty"
-            and not label
-            and key.key == self._meter_call
-            and meter_advanced(meter_readings(self._meter_output), meter_readings(observation))
-        ):
-            label, progress_source = 1, "meter"
-        self._meter_call, self._meter_output = key.key, observation
+        meters = None
+        if progress_source == "novelty" and not label and key.key == self._meter_call:
+            before = self._meter_values
+            if before is None:
+                before = meter_readings(self._meter_output)
+            meters = meter_readings(observation)
+            if meter_advanced(before, meters):
+                label, progress_source = 1, "meter"
+        self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
         observation_key = None if read.source == "observations" else _observation_key(clean)
         seen_before = observation_key is not None and observation_key in self._outputs
         if observation_key is not None and len(self._outputs) < 100_000:

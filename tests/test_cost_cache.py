@@ -257,3 +257,34 @@ def test_the_estimate_is_on_the_requests_the_server_got(rule: str) -> None:
         for step, tokens in enumerate(spent)
     )  # fmt: skip
     assert old_total < want
+
+
+def test_a_call_that_failed_after_its_repair_turn_is_estimated_on_both_requests() -> None:
+    from pydantic import BaseModel
+
+    from pos_agent.cost import prompt_text
+    from pos_agent.llm import ModelOptions, ReliableModel
+
+    class Patch(BaseModel):
+        ops: list[str]
+
+    bad = "no json here " * 30
+    server = JsonModeServer([bad, bad])
+    model = ReliableModel(
+        server, spec="openai:json-mode", options=ModelOptions(max_repairs=1, max_retries=0)
+    )
+    ledger = TokenLedger("llamacpp-ram")
+    messages = [Message("system", "You update beliefs. " * 100), Message("user", "Observe.")]
+    assert RoleCaller(ledger, None)("belief", model, messages, Patch, step=0, max_tokens=64) is None
+    assert len(server.got) == 2
+    # The repair turn reuses the first request and the answer the server kept after it.
+    expected = PrefixCache(cache_rule("llamacpp-ram"))
+    want = [
+        expected.estimate(prompt_text([(m.role, m.content) for m in sent]), tokens, answer=answer)
+        for sent, tokens, answer in server.got
+    ]
+    first = prompt_text([(m.role, m.content) for m in server.got[0][0]])
+    assert want[1].cached_tokens > len(first) // 4 - 1
+    totals = ledger.by_role()["belief"]
+    assert totals["failures"] == 1
+    assert totals["estimated_cached_tokens"] == sum(e.cached_tokens for e in want) > 0

@@ -110,9 +110,9 @@ class TokenLedger:
         prompt: Sequence[Message] | None = None,
     ) -> CacheCount:
         """Count one `complete` call (its answer or its ModelFailure) for `role`. With the
-        `prompt` it was sent, its cached prompt tokens are estimated when the server sent no
-        count (a replayed answer cost nothing and caches nothing). Returns what was recorded
-        as cached."""
+        `prompt` it was given, its cached prompt tokens are estimated when the server sent no
+        count (a replayed answer cost nothing and caches nothing): on the requests the server
+        got (`outcome.sent`), else on `prompt`. Returns what was recorded as cached."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
         with self._lock:
@@ -129,14 +129,14 @@ class TokenLedger:
         usage = outcome.usage
         if usage.cache_reported:
             return CacheCount(usage.cached_tokens, usage.cache_write_tokens, "server")
-        if outcome.cached:
+        if prompt is None or outcome.cached:
             return CacheCount()
         # Every request as the server got it, in order, with its own prompt token count; a
-        # model that does not say (a scripted one) is taken to have sent `prompt` as it is.
+        # model that does not say is taken to have sent `prompt` as it is.
         requests: list[tuple[Sequence[Message], int, str | None]]
         if outcome.sent:
             requests = [(r.messages, r.prompt_tokens, r.answer) for r in outcome.sent]
-        elif prompt is not None and usage.prompt_tokens > 0:
+        elif usage.prompt_tokens > 0:
             requests = [(tuple(prompt), usage.prompt_tokens, None)]
         else:
             return CacheCount()

@@ -28,6 +28,7 @@ from pos_agent.events import (
     RevisionEvent,
     SentinelEvent,
 )
+from pos_agent.llm import DEFAULT_CACHE_RULE
 from pos_agent.trace import CaseResult, read_events, read_result, read_trace
 from replay_fixtures import DATA, run_scripted
 
@@ -78,6 +79,8 @@ def outcome(result: CaseResult | None) -> dict[str, Any]:
     kept["calls"] = {role: used.calls for role, used in result.tokens.items()}
     # Version 1 did not record the diagnosis mode; it always ran Eq. 6, which is still the default.
     assert kept["extra"].pop("health", "paper") == "paper"
+    # Nor the rule of the cached-token estimate (issue 24); runs record it, the default is openai.
+    assert kept["extra"].pop("cache_rule", DEFAULT_CACHE_RULE) == DEFAULT_CACHE_RULE
     return kept
 
 

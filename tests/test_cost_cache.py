@@ -184,3 +184,107 @@ def test_perf_cost_ends_with_the_two_lines_the_issue_asks_for(capsys: Any) -> No
     assert ratio > 0
     table = next(i for i, line in enumerate(lines) if line.strip().startswith("method"))
     assert "openai %" in lines[table] and "llamacpp %" in lines[table]
+
+
+class JsonModeServer:
+    """A server without a native schema mode that reports no cache counts: it keeps every
+    request as it got it (the answer's schema written into the system message, the repair
+    turns) and counts a token for every four characters of it."""
+
+    name = "openai"
+    model_id = "json-mode"
+    base_url: str | None = None
+    constrains_output = False
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.got: list[tuple[tuple[Message, ...], int, str]] = []
+
+    def generate(self, request: Any) -> Any:
+        from pos_agent.cost import prompt_text
+        from pos_agent.llm.backend import RawReply
+
+        text = prompt_text([(m.role, m.content) for m in request.messages])
+        answer = self.replies.pop(0)
+        self.got.append((request.messages, len(text) // 4, answer))
+        return RawReply(answer, Usage(len(text) // 4, len(answer) // 4))
+
+
+@pytest.mark.parametrize("rule", ["openai", "llamacpp", "llamacpp-ram", "dashscope"])
+def test_the_estimate_is_on_the_requests_the_server_got(rule: str) -> None:
+    """The schema instruction and a repair turn change what the server caches: the ledger's
+    estimate is the rule's on every request as sent, in order, with the server's own prompt
+    token counts and, for llama.cpp's rules, the answer kept in the server's state."""
+    from pydantic import BaseModel
+
+    from pos_agent.cost import prompt_text
+    from pos_agent.llm import ModelOptions, ReliableModel
+
+    class Patch(BaseModel):
+        ops: list[str]
+
+    bad, good = "no json here " * 30, '{"ops": ["the mug is in cabinet 1"]}'
+    server = JsonModeServer([bad, good, good, good])
+    model = ReliableModel(
+        server, spec="openai:json-mode", options=ModelOptions(max_repairs=1, max_retries=0)
+    )
+    ledger = TokenLedger(rule)
+    caller = RoleCaller(ledger, None)
+    system = "You are the belief updater of an agent. " * 150
+    for step in range(3):
+        messages = [Message("system", system), Message("user", f"Observation {step}: nothing.")]
+        assert caller("belief", model, messages, Patch, step=step, max_tokens=64) is not None
+    # Four requests for three answers: the first was repaired, and every one carried the schema.
+    assert len(server.got) == 4
+    assert all('"ops"' in sent[0].content for sent, _, _ in server.got)
+    assert server.got[1][0][-2] == Message("assistant", bad)
+    expected = PrefixCache(cache_rule(rule))
+    want = 0
+    for sent, tokens, answer in server.got:
+        text = prompt_text([(m.role, m.content) for m in sent])
+        kept = answer if cache_rule(rule).kv_state else None
+        want += expected.estimate(text, tokens, answer=kept).cached_tokens
+    got = ledger.by_role()["belief"]
+    assert got["estimated_cached_tokens"] == want > 0
+    assert got["cached_prompt_tokens"] == 0 and got["cache_reported_calls"] == 0
+    # The old estimate, on the messages before the schema instruction and without the repair
+    # turn (with the call's summed prompt tokens), counts less.
+    old = PrefixCache(cache_rule(rule))
+    spent = [server.got[0][1] + server.got[1][1], server.got[2][1], server.got[3][1]]
+    old_total = sum(
+        old.estimate(prompt_text([("system", system), ("user", f"Observation {step}: nothing.")]),
+                     tokens).cached_tokens
+        for step, tokens in enumerate(spent)
+    )  # fmt: skip
+    assert old_total < want
+
+
+def test_a_call_that_failed_after_its_repair_turn_is_estimated_on_both_requests() -> None:
+    from pydantic import BaseModel
+
+    from pos_agent.cost import prompt_text
+    from pos_agent.llm import ModelOptions, ReliableModel
+
+    class Patch(BaseModel):
+        ops: list[str]
+
+    bad = "no json here " * 30
+    server = JsonModeServer([bad, bad])
+    model = ReliableModel(
+        server, spec="openai:json-mode", options=ModelOptions(max_repairs=1, max_retries=0)
+    )
+    ledger = TokenLedger("llamacpp-ram")
+    messages = [Message("system", "You update beliefs. " * 100), Message("user", "Observe.")]
+    assert RoleCaller(ledger, None)("belief", model, messages, Patch, step=0, max_tokens=64) is None
+    assert len(server.got) == 2
+    # The repair turn reuses the first request and the answer the server kept after it.
+    expected = PrefixCache(cache_rule("llamacpp-ram"))
+    want = [
+        expected.estimate(prompt_text([(m.role, m.content) for m in sent]), tokens, answer=answer)
+        for sent, tokens, answer in server.got
+    ]
+    first = prompt_text([(m.role, m.content) for m in server.got[0][0]])
+    assert want[1].cached_tokens > len(first) // 4 - 1
+    totals = ledger.by_role()["belief"]
+    assert totals["failures"] == 1
+    assert totals["estimated_cached_tokens"] == sum(e.cached_tokens for e in want) > 0

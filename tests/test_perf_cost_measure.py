@@ -15,6 +15,7 @@ from pos_agent.belief.model import Belief
 from pos_agent.belief.patch import apply_patch_detailed
 from pos_agent.belief.render import render_belief
 from pos_agent.cost import prompt_text
+from pos_agent.cost.cache import ANSWER_MARK
 from pos_agent.llm import Message, ModelOptions, ReliableModel, Usage
 from pos_agent.llm.backend import GenerationRequest, RawReply
 from pos_agent.perf import cost
@@ -151,7 +152,7 @@ class CharServer:
         with self.log.open("a") as out:
             out.write(f"Llama.generate: {best} prefix-match hit, remaining {len(prompt) - best}\n")
         answer = self.replies.pop(0)
-        self.states.append(prompt + cost.ANSWER_MARK + answer)
+        self.states.append(prompt + ANSWER_MARK + answer)
         return RawReply(answer, Usage(len(prompt), len(answer)))
 
 
@@ -205,8 +206,14 @@ def test_server_reuse_follows_llama_cpp_pythons_rule() -> None:
     assert last == [0, 0, 0], "without --cache only the last state counts"
     with_ram = cost.server_reuse([[1, 2], [7, 7], [1, 2, 5]], [[], [], []], [2, 2, 3], ram=True)
     assert with_ram == [0, 0, 2]
-    # Texts: shared characters converted with the prompt's own token count.
-    texts = cost.server_reuse(["abcdefgh", "abcdxxxx"], ["", ""], [4, 2], ram=True)
+    # Texts (the estimate, `cost/cache.py`'s rule): shared characters converted with the
+    # prompt's own token count, the answer kept after the prompt.
+    texts = cost.sent_estimate(
+        [
+            cost.Sent("policy", "act", (("user", "abcdefgh"),), "", 4, 0),
+            cost.Sent("policy", "act", (("user", "abcdxxxx"),), "", 2, 0),
+        ]
+    )
     assert texts == [0, 1]
 
 

@@ -12,14 +12,21 @@ changed in a price table, `cost/prices.py`):
     dashscope            implicit (automatic) cache, from 256 tokens; hits at 20% of the price
     dashscope-explicit   breakpoints as Anthropic's, blocks of at least 1,024 tokens; hits at
                          10%, creation at 125%
-    llamacpp             the server keeps the last prompt's KV state: any shared prefix is reused
-    llamacpp-ram         llama-cpp-python's server with `--cache`: states of earlier prompts too
+    llamacpp             the server keeps the last request's KV state, its prompt then its
+                         answer: any prefix shared with that state is reused, and a prompt
+                         held whole still has its last token evaluated again
+    llamacpp-ram         llama-cpp-python's server with `--cache`: the states (prompt + answer)
+                         of earlier requests too
     none                 nothing is cached
 
 The estimate (`PrefixCache`) is by tokens: the characters a prompt shares with the longest
 matching earlier prompt of the same session, converted with the prompt's own tokens per
 character, then cut to the rule's minimum and block size. It is an estimate, and is always
 recorded as one (`cache_source: estimated:<rule>`); a server's own count wins when it sends one.
+It is only right on the requests as the server got them, in order: the answer's schema written
+into the system message where the server has no native schema mode, and every repair turn
+(`Completion.sent`); and, for the llamacpp rules, with each answer kept in the server's state
+(measured on llama-cpp-python's server by `perf.cost --server`).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ANSWER_MARK",
     "CACHE_RULES",
     "CacheEstimate",
     "CacheRule",
@@ -53,6 +61,9 @@ class CacheRule:
     """Only prefixes that end at an explicit cache breakpoint are cached (and written)."""
     last_prompt_only: bool = False
     """The cache holds only the previous prompt (a single KV state), not every earlier one."""
+    kv_state: bool = False
+    """A server's KV state (llama.cpp): what it keeps of a request is its prompt followed by
+    its answer, and a prompt it holds whole still has its last token evaluated again."""
     enabled: bool = True
 
     def cached(self, shared_tokens: int, prompt_tokens: int) -> int:
@@ -70,8 +81,8 @@ CACHE_RULES: dict[str, CacheRule] = {
         CacheRule("anthropic", min_tokens=1024, breakpoints=True),
         CacheRule("dashscope", min_tokens=256),
         CacheRule("dashscope-explicit", min_tokens=1024, breakpoints=True),
-        CacheRule("llamacpp", last_prompt_only=True),
-        CacheRule("llamacpp-ram"),
+        CacheRule("llamacpp", last_prompt_only=True, kv_state=True),
+        CacheRule("llamacpp-ram", kv_state=True),
         CacheRule("none", enabled=False),
     )
 }
@@ -85,6 +96,10 @@ def cache_rule(name: str) -> CacheRule:
         raise ValueError(
             f"unknown cache rule {name!r}; use one of {', '.join(CACHE_RULES)}"
         ) from None
+
+
+ANSWER_MARK = "<|assistant|>"
+"""What comes before an answer in a kept state (`prompt_text`'s mark of an assistant turn)."""
 
 
 def prompt_text(contents: Sequence[tuple[str, str]]) -> str:
@@ -143,16 +158,29 @@ class PrefixCache:
         """Breakpoint rules: the prefixes written to the cache so far."""
 
     def estimate(
-        self, text: str, prompt_tokens: int, *, breakpoints: Sequence[int] = ()
+        self,
+        text: str,
+        prompt_tokens: int,
+        *,
+        breakpoints: Sequence[int] = (),
+        answer: str | None = None,
     ) -> CacheEstimate:
         """What the cache would serve of `text` (`prompt_tokens` long), then remember it.
-        `breakpoints` are character offsets of the prompt's explicit cache breakpoints."""
+        `breakpoints` are character offsets of the prompt's explicit cache breakpoints;
+        `answer`, the reply to it, which a KV-state rule keeps after the prompt (None: not
+        known, the prompt alone is kept)."""
         per_char = prompt_tokens / len(text) if text else 0.0
         if self.rule.breakpoints:
             return self._at_breakpoints(text, prompt_tokens, per_char, breakpoints)
         chars = max((shared_prefix(text, earlier) for earlier in self.seen), default=0)
-        self.seen.append(text)
-        shared = int(chars * per_char)
+        kept = text
+        if self.rule.kv_state and answer is not None:
+            kept = f"{text}{ANSWER_MARK}{answer}"
+        self.seen.append(kept)
+        if self.rule.kv_state and text and chars >= len(text):
+            shared = max(0, prompt_tokens - 1)
+        else:
+            shared = int(chars * per_char)
         return CacheEstimate(shared, self.rule.cached(shared, prompt_tokens), 0)
 
     def _at_breakpoints(

@@ -3,7 +3,9 @@
 Cached prompt tokens are counted per call: the server's own count when it sends one
 (`Usage.cached_tokens`), else an estimate under the ledger's provider rule (`cost/cache.py`,
 OpenAI's by default) from the prefix the prompt shares with an earlier prompt of the episode,
-kept apart as `estimated_cached_tokens` so that a report can always tell the two apart.
+on every request as the server got it (`Completion.sent`: the schema instruction, the repair
+turns, each with the server's prompt token count; the answers, for the llamacpp rules), kept
+apart as `estimated_cached_tokens` so that a report can always tell the two apart.
 """
 
 from __future__ import annotations
@@ -108,9 +110,9 @@ class TokenLedger:
         prompt: Sequence[Message] | None = None,
     ) -> CacheCount:
         """Count one `complete` call (its answer or its ModelFailure) for `role`. With the
-        `prompt` it was sent, its cached prompt tokens are estimated when the server sent no
-        count (a replayed answer cost nothing and caches nothing). Returns what was recorded
-        as cached."""
+        `prompt` it was given, its cached prompt tokens are estimated when the server sent no
+        count (a replayed answer cost nothing and caches nothing): on the requests the server
+        got (`outcome.sent`), else on `prompt`. Returns what was recorded as cached."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
         with self._lock:
@@ -127,17 +129,31 @@ class TokenLedger:
         usage = outcome.usage
         if usage.cache_reported:
             return CacheCount(usage.cached_tokens, usage.cache_write_tokens, "server")
-        if prompt is None or outcome.cached or usage.prompt_tokens <= 0:
+        if prompt is None or outcome.cached:
             return CacheCount()
-        contents = [(m.role, m.content) for m in prompt]
-        text = prompt_text(contents)
-        marks = (
-            prompt_breakpoints(contents, request_breakpoints(prompt)) if self.breakpoints else []
-        )
-        estimate = self._prefixes.estimate(text, usage.prompt_tokens, breakpoints=marks)
-        return CacheCount(
-            estimate.cached_tokens, estimate.write_tokens, f"estimated:{self.cache_rule.name}"
-        )
+        # Every request as the server got it, in order, with its own prompt token count; a
+        # model that does not say is taken to have sent `prompt` as it is.
+        requests: list[tuple[Sequence[Message], int, str | None]]
+        if outcome.sent:
+            requests = [(r.messages, r.prompt_tokens, r.answer) for r in outcome.sent]
+        elif usage.prompt_tokens > 0:
+            requests = [(tuple(prompt), usage.prompt_tokens, None)]
+        else:
+            return CacheCount()
+        cached = written = 0
+        for messages, prompt_tokens, answer in requests:
+            contents = [(m.role, m.content) for m in messages]
+            marks = (
+                prompt_breakpoints(contents, request_breakpoints(messages))
+                if self.breakpoints
+                else []
+            )
+            estimate = self._prefixes.estimate(
+                prompt_text(contents), prompt_tokens, breakpoints=marks, answer=answer
+            )
+            cached += estimate.cached_tokens
+            written += estimate.write_tokens
+        return CacheCount(cached, written, f"estimated:{self.cache_rule.name}")
 
     def by_role(self) -> dict[str, dict[str, Any]]:
         """{role: {"calls", "prompt_tokens", "completion_tokens", "latency_s", ...}} for every role."""

@@ -33,6 +33,7 @@ from pos_agent.llm._types import (
     Message,
     ModelFailure,
     Request,
+    SentRequest,
     StructuredMode,
     Usage,
 )
@@ -58,6 +59,8 @@ class _Spent:
     usage: Usage = field(default_factory=Usage)
     structured_mode: StructuredMode | None = None
     usage_notes: list[str] = field(default_factory=list)
+    sent: list[SentRequest] = field(default_factory=list)
+    """The requests the server answered, as sent (for the ledger's cache estimate)."""
 
     @property
     def usage_note(self) -> str | None:
@@ -209,6 +212,7 @@ class ReliableModel(CallWrapper):
                     attempts=spent.attempts,
                     last_text=text,
                     usage=spent.usage,
+                    sent=spent.sent,
                 ) from None
             verdict: BaseModel | OutputProblem | None
             if reply.defect is not None:
@@ -227,6 +231,7 @@ class ReliableModel(CallWrapper):
                     structured_mode=spent.structured_mode,
                     usage_note=spent.usage_note,
                     truncated=reply.truncated,
+                    sent=tuple(spent.sent),
                 )
                 self._store(request, completion, spent.attempts)
                 return completion
@@ -239,6 +244,7 @@ class ReliableModel(CallWrapper):
                     last_text=without_surrogates(reply.text),
                     usage=spent.usage,
                     structured_mode=spent.structured_mode,
+                    sent=spent.sent,
                 )
                 self._store_failure(request, failure, time.perf_counter() - started)
                 raise failure
@@ -271,6 +277,7 @@ class ReliableModel(CallWrapper):
                         message + exhausted,
                         attempts=spent.attempts,
                         usage=spent.usage,
+                        sent=spent.sent,
                     ) from None
                 delay = backoff_delay(
                     retry, base_s=options.backoff_base_s, cap_s=options.backoff_cap_s, rng=self._rng
@@ -299,6 +306,7 @@ class ReliableModel(CallWrapper):
             text = redact(reply.text, self._secrets)
             if text != reply.text:
                 reply = replace(reply, text=text)
+            spent.sent.append(SentRequest(request.messages, reply.usage.prompt_tokens, reply.text))
             return reply
 
     def _refuse_when_circuit_open(self, spent: _Spent) -> None:
@@ -315,6 +323,7 @@ class ReliableModel(CallWrapper):
             "running and reachable",
             attempts=spent.attempts,
             usage=spent.usage,
+            sent=spent.sent,
         )
 
     def _count_outage(self, error: BackendError) -> None:

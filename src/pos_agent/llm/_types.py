@@ -107,6 +107,18 @@ class Usage:
         )
 
 
+@dataclass(frozen=True)
+class SentRequest:
+    """One request as it reached the server: the messages as sent (the schema instruction in
+    the system message where the server has no native schema mode, the repair turns after
+    the first reply), the server's count of its prompt tokens, and the reply's text. What the
+    ledger estimates cached tokens on where the server reports none."""
+
+    messages: tuple[Message, ...]
+    prompt_tokens: int
+    answer: str
+
+
 @dataclass
 class Completion:
     """A model's answer to one `complete` call.
@@ -132,6 +144,9 @@ class Completion:
     structured_mode: StructuredMode | None = None
     usage_note: str | None = None
     truncated: bool = False
+    sent: tuple[SentRequest, ...] = field(default=(), compare=False, repr=False)
+    """Every request that went to the server for this answer, in order (empty for a replayed
+    answer, or a model that does not say)."""
 
     def parsed_as(self, schema: type[SchemaT]) -> SchemaT:
         """The parsed object, typed as `schema` (raises TypeError when it is something else)."""
@@ -167,6 +182,7 @@ class ModelFailure(Exception):
         model: str = "",
         cached: bool = False,
         structured_mode: StructuredMode | None = None,
+        sent: Sequence[SentRequest] = (),
     ) -> None:
         super().__init__(kind, message)
         self.kind: FailureKind = kind
@@ -178,6 +194,8 @@ class ModelFailure(Exception):
         self.model = model
         self.cached = cached
         self.structured_mode = structured_mode
+        self.sent: tuple[SentRequest, ...] = tuple(sent)
+        """The requests that went to the server before the call failed (as `Completion.sent`)."""
 
     @property
     def unavailable(self) -> bool:

@@ -69,7 +69,7 @@ from pos_agent.cost import (
     prompt_breakpoints,
     prompt_text,
 )
-from pos_agent.cost.cache import shared_prefix
+from pos_agent.cost.cache import cache_rule
 from pos_agent.envs import Environment, TaskKind, make_env
 from pos_agent.llm import (
     CallWrapper,
@@ -310,8 +310,6 @@ def run_episode(name: str, method: str, steps: int, recording: Recording | None)
 
 
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit")
-ANSWER_MARK = "<|assistant|>"
-"""What follows a prompt in the state the server keeps (`prompt_text`'s form of the answer)."""
 
 
 @dataclass(frozen=True)
@@ -373,12 +371,28 @@ class SentLog:
             )
 
 
-Tokens = str | list[int]
+Tokens = list[int]
+
+
+def server_reuse(
+    prompts: Sequence[Tokens], answers: Sequence[Tokens], sizes: Sequence[int], *, ram: bool
+) -> list[int]:
+    """Per request, the prompt tokens llama-cpp-python's server reuses, by its own rule on its
+    own tokens: the longest prefix the prompt shares with a state the server kept, the state of
+    an earlier request being its prompt followed by its answer; `ram` (`--cache`): any earlier
+    state, else the last one only. A prompt held whole still has its last token evaluated
+    again. (`sent_estimate` is the same rule on texts, `cost/cache.py`'s llamacpp rules.)"""
+    states: list[Tokens] = []
+    reused = []
+    for prompt, answer, size in zip(prompts, answers, sizes, strict=True):
+        pool = states if ram else states[-1:]
+        shared = max((_common(state, prompt) for state in pool), default=0)
+        reused.append(max(0, size - 1) if shared >= len(prompt) else shared)
+        states.append(prompt + answer)
+    return reused
 
 
 def _common(a: Tokens, b: Tokens) -> int:
-    if isinstance(a, str) and isinstance(b, str):
-        return shared_prefix(a, b)
     count = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -387,39 +401,12 @@ def _common(a: Tokens, b: Tokens) -> int:
     return count
 
 
-def server_reuse(
-    prompts: Sequence[Tokens], answers: Sequence[Tokens], sizes: Sequence[int], *, ram: bool
-) -> list[int]:
-    """Per request, the prompt tokens llama-cpp-python's server reuses, by its own rule: the
-    longest prefix the prompt shares with a state the server kept, the state of an earlier
-    request being its prompt followed by its answer; `ram` (`--cache`): any earlier state, else
-    the last one only. A prompt held whole still has its last token evaluated again. `prompts`
-    are texts (their shared characters converted with the server's count of each prompt's
-    tokens, `sizes`) or token lists."""
-    states: list[Tokens] = []
-    reused = []
-    for prompt, answer, size in zip(prompts, answers, sizes, strict=True):
-        pool = states if ram else states[-1:]
-        shared = max((_common(state, prompt) for state in pool), default=0)
-        if shared >= len(prompt):
-            reused.append(max(0, size - 1))
-        elif isinstance(prompt, str):
-            reused.append(int(shared * size / len(prompt)) if prompt else 0)
-        else:
-            reused.append(shared)
-        states.append(prompt + answer)  # type: ignore[operator]
-    return reused
-
-
 def sent_estimate(sent: Sequence[Sent], *, ram: bool = True) -> list[int]:
-    """`server_reuse` on the requests as sent, by characters (`prompt_text` with the answer
-    after `ANSWER_MARK`) and the server's prompt token counts: the estimate."""
-    return server_reuse(
-        [s.text for s in sent],
-        [f"{ANSWER_MARK}{s.answer}" for s in sent],
-        [s.prompt_tokens for s in sent],
-        ram=ram,
-    )
+    """The estimate on the requests as sent: `cost/cache.py`'s llamacpp rule (`llamacpp-ram`
+    with `ram`) by characters, each answer kept after its prompt, with the server's prompt
+    token counts (what the ledger records for such a server)."""
+    cache = PrefixCache(cache_rule("llamacpp-ram" if ram else "llamacpp"), keep=max(1, len(sent)))
+    return [cache.estimate(s.text, s.prompt_tokens, answer=s.answer).cached_tokens for s in sent]
 
 
 def tokenized_reuse(sent: Sequence[Sent], gguf: Path) -> list[int] | str:

@@ -183,14 +183,14 @@ def test_a_key_over_plain_http_to_another_host_warns_once(
     key = SecretStr(SECRET)
     with caplog.at_level(logging.WARNING):
         # Building a model contacts nothing; the warning comes before any request.
-        load_model("openai:m", ModelOptions(base_url="http://gpu-box.example:8000/v1", api_key=key))
-        load_model("openai:m", ModelOptions(base_url="http://gpu-box.example:8000/v1", api_key=key))
-        load_model("openai:m", ModelOptions(base_url="https://api.example/v1", api_key=key))
+        load_model("openai:m", ModelOptions(base_url="http://example.com:8000/v1", api_key=key))
+        load_model("openai:m", ModelOptions(base_url="http://example.com:8000/v1", api_key=key))
+        load_model("openai:m", ModelOptions(base_url="https://example.org/v1", api_key=key))
         load_model("openai:m", ModelOptions(base_url="http://127.0.0.1:8000/v1", api_key=key))
         load_model("openai:m", ModelOptions(base_url="http://localhost:8000/v1", api_key=key))
-        load_model("openai:m", ModelOptions(base_url="http://other.example/v1"))  # no key
+        load_model("openai:m", ModelOptions(base_url="http://example.org/v1"))  # no key
     warnings = [r.getMessage() for r in caplog.records if "unencrypted" in r.getMessage()]
-    assert len(warnings) == 1 and "gpu-box.example" in warnings[0]
+    assert len(warnings) == 1 and "example.com" in warnings[0]
     assert SECRET not in caplog.text
 
 

@@ -63,7 +63,7 @@ demo: install
 	@echo "Open runs/demo/pos__alfworld-mini__heat-mug/trace.html in a browser to see it step by step."
 
 bench-overhead: install
-	$(RUN) python -m pos_agent.perf.overhead
+	$(RUN) python -m benchmarks.overhead
 
 clean:
 	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

@@ -200,7 +200,7 @@ def test_long_horizon_roles_take_the_compact_profiles_policy_budget(tmp_path: Pa
 def test_acon_compresses_within_the_clindiag_budget_on_the_offline_data() -> None:
     """ACON's ClinDiag threshold fires within the 30 calls on real cases (4096 never did, so
     ACON's row was Raw's)."""
-    from pos_agent.perf.acon_turns import case_turns, first_fire
+    from benchmarks.acon_turns import case_turns, first_fire
 
     data = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "clindiag"
     if not data.is_dir():

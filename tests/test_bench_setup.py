@@ -318,7 +318,7 @@ def test_server_text_with_markup_neither_crashes_nor_loses_text(tmp_path: Path) 
 
 def test_step_lines_show_actions_with_brackets_literally() -> None:
     from pos_agent.agents.base import StepInfo
-    from pos_agent.cli._common import console
+    from pos_agent.cli.common import console
     from pos_agent.cli.run import _show
 
     with console.capture() as captured:

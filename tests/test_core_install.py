@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,11 @@ def test_the_core_installs_alone_and_runs_the_monitor_and_the_belief_engine(
     dist = tmp_path / "dist"
     _uv_run(uv, "build", "--wheel", "--out-dir", str(dist), str(ROOT), env=env)
     (wheel,) = dist.glob("pos_agent-*.whl")
+    # The library and its CLI alone: the benchmark scripts (benchmarks/) and the trap benchmark
+    # (the pos-trapbench package) stay out of the core wheel.
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    assert tops == {"pos_agent", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
     venv = tmp_path / "venv"
     _uv_run(uv, "venv", str(venv), "--python", sys.executable, env=env)
     python = venv / "bin" / "python"

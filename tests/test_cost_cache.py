@@ -173,7 +173,7 @@ def test_the_call_event_carries_the_cache_counts(tmp_path: Path) -> None:
 
 
 def test_perf_cost_ends_with_the_two_lines_the_issue_asks_for(capsys: Any) -> None:
-    from pos_agent.perf import cost
+    from benchmarks import cost
 
     cost.main(["--steps", "6", "--episodes", "alfworld", "--methods", "raw,pos"])
     lines = capsys.readouterr().out.strip().splitlines()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
+from benchmarks.local_model import Row, median, rate, render, synthetic_belief
 from rich.console import Console
-
-from pos_agent.perf.local_model import Row, median, rate, render, synthetic_belief
 
 
 def test_rate_is_the_median_tokens_per_second_skipping_empty_runs() -> None:

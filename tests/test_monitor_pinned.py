@@ -1,4 +1,4 @@
-"""The monitor's reports pinned on two fixed streams (those of `pos_agent.perf.monitor`, a
+"""The monitor's reports pinned on two fixed streams (those of `benchmarks.monitor`, a
 text game and a noisy tool agent), model-free, for both diagnoses: work on the monitor's speed
 changes no verdict.
 
@@ -14,9 +14,9 @@ import hashlib
 import json
 
 import pytest
+from benchmarks.monitor import scripted_stream, tool_stream
 
 from pos_agent.monitor import TrapMonitor
-from pos_agent.perf.monitor import scripted_stream, tool_stream
 
 STEPS = 150
 READING = {

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from benchmarks import baselines
 
 from extras import needs_pyarrow
-from pos_agent.perf import baselines
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rca-nezha"
 

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from benchmarks import cost
+from benchmarks.baselines import Backbone, observed_quote
 from pydantic import BaseModel
 
 from pos_agent.belief.model import Belief
@@ -18,8 +20,6 @@ from pos_agent.cost import prompt_text
 from pos_agent.cost.cache import ANSWER_MARK
 from pos_agent.llm import Message, ModelOptions, ReliableModel, Usage
 from pos_agent.llm.backend import GenerationRequest, RawReply
-from pos_agent.perf import cost
-from pos_agent.perf.baselines import Backbone, observed_quote
 from pos_agent.sentinel import check_rules, normalize_quote
 from pos_agent.transition import Transition
 from pos_agent.updater.prompts import belief_update

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import pos_agent.cli.run  # noqa: F401  (registers `pos run`)
 from fake_openai import Behaviour, fake_openai
-from pos_agent.cli._common import console, shown
 from pos_agent.cli.app import app
+from pos_agent.cli.common import console, shown
 from pos_agent.llm import Message, ModelFailure, ModelOptions, load_model, printable
 
 pytest_plugins = ["llm_fixtures"]

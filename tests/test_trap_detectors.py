@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from pos_agent.trapbench.anchor_rules import (
+from pos_trapbench.anchor_rules import (
     AgentBoardRules,
     GeminiCliRules,
     HashedCallRules,
@@ -14,10 +14,10 @@ from pos_agent.trapbench.anchor_rules import (
     OpenRouterRules,
     RuleStep,
 )
-from pos_agent.trapbench.detectors import HealthDetector, RuleDetector
-from pos_agent.trapbench.metrics import LabelledRun, Span, alarm_starts, score_runs
-from pos_agent.trapbench.records import Label, OracleState, StepRecord, Trajectory
-from pos_agent.trapbench.runs import textworld_run
+from pos_trapbench.detectors import HealthDetector, RuleDetector
+from pos_trapbench.metrics import LabelledRun, Span, alarm_starts, score_runs
+from pos_trapbench.records import Label, OracleState, StepRecord, Trajectory
+from pos_trapbench.runs import textworld_run
 
 # --- hand-built trajectories ------------------------------------------------------------------
 
@@ -276,7 +276,7 @@ def test_hashed_call_proxy_three_in_ten() -> None:
 
 def test_rule_steps_compare_tool_calls_by_canonical_arguments() -> None:
     from pos_agent.monitor import Facts
-    from pos_agent.trapbench.runs import BenchStep
+    from pos_trapbench.runs import BenchStep
 
     def step(arguments: str) -> BenchStep:
         return BenchStep(

@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, build_game
-from pos_agent.trapbench.evaluate import evaluate, load_corpus, markdown_table
-from pos_agent.trapbench.games import (
+from pos_trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, build_game
+from pos_trapbench.evaluate import evaluate, load_corpus, markdown_table
+from pos_trapbench.games import (
     GameGenerationError,
     GameSpec,
     bounded_quest_search,
     make_game,
 )
-from pos_agent.trapbench.pool import Limits, WorkerPool
-from pos_agent.trapbench.records import Trajectory, load_trajectories
-from pos_agent.trapbench.segments import room_graph
-from pos_agent.trapbench.session import MAX_PLAN_ACTIONS, clean_feedback
+from pos_trapbench.pool import Limits, WorkerPool
+from pos_trapbench.records import Trajectory, load_trajectories
+from pos_trapbench.segments import room_graph
+from pos_trapbench.session import MAX_PLAN_ACTIONS, clean_feedback
 
 DRIFT_VERBS = {"open", "close", "take", "drop", "put", "insert"}
 
@@ -203,7 +203,6 @@ def test_the_manifest_command_regenerates_the_same_game_with_tw_make(
 def test_eval_on_the_corpus_prints_the_table(
     corpus_dir: Path, trajectories: list[Trajectory]
 ) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
     from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, ["trapbench", "eval", str(corpus_dir)])
@@ -216,7 +215,6 @@ def test_eval_on_the_corpus_prints_the_table(
 
 
 def test_eval_without_a_corpus_says_what_to_do(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401
     from pos_agent.cli.app import app
 
     result = CliRunner().invoke(app, ["trapbench", "eval", str(tmp_path)])

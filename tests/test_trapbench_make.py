@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from extras import needs_textworld
-from pos_agent.trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, SlotResult
-from pos_agent.trapbench.games import game_specs, replacement_spec
-from pos_agent.trapbench.pool import Limits, MemoryGuard, Running
-from pos_agent.trapbench.records import load_trajectories
-from pos_agent.trapbench.session import SearchLimit, bounded_plan_tracking
+from pos_trapbench.corpus import CORPUS_FILE, MANIFEST_FILE, CorpusMaker, SlotResult
+from pos_trapbench.games import game_specs, replacement_spec
+from pos_trapbench.pool import Limits, MemoryGuard, Running
+from pos_trapbench.records import load_trajectories
+from pos_trapbench.session import SearchLimit, bounded_plan_tracking
 from trapbench_fakes import HANGING_SLOT, exploding_game, fake_game, hanging_game
 
 ALL_CLEAN = ["cook-000__clean", "quest-001__clean", "cook-002__clean", "quest-003__clean"]

@@ -11,17 +11,17 @@ import pytest
 from typer.testing import CliRunner
 
 from extras import needs_textworld
-from pos_agent.trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
-from pos_agent.trapbench.toolagent.generate import make_corpus, make_trajectory
-from pos_agent.trapbench.toolagent.noise import Noise
-from pos_agent.trapbench.toolagent.records import (
+from pos_trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
+from pos_trapbench.toolagent.generate import make_corpus, make_trajectory
+from pos_trapbench.toolagent.noise import Noise
+from pos_trapbench.toolagent.records import (
     EXPECTED_PATTERN,
     TOOL_PRODUCTIVE_KINDS,
     TOOL_TRAP_KINDS,
     ToolTrajectory,
 )
-from pos_agent.trapbench.toolagent.tasks import FailingTests, Pipeline, Service
-from pos_agent.trapbench.toolagent.workspace import Call, Workspace
+from pos_trapbench.toolagent.tasks import FailingTests, Pipeline, Service
+from pos_trapbench.toolagent.workspace import Call, Workspace
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +178,6 @@ def test_bad_calls_end_as_tool_errors_not_crashes() -> None:
 
 
 def test_make_and_eval_the_tools_family(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
     from pos_agent.cli.app import app
 
     runner = CliRunner()
@@ -207,7 +206,6 @@ def test_make_and_eval_the_tools_family(tmp_path: Path) -> None:
 
 
 def test_make_refuses_an_unknown_family(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401
     from pos_agent.cli.app import app
 
     result = CliRunner().invoke(
@@ -217,7 +215,6 @@ def test_make_refuses_an_unknown_family(tmp_path: Path) -> None:
 
 
 def test_a_tools_corpus_with_a_bad_line_is_refused_with_its_line_number(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401
     from pos_agent.cli.app import app
 
     path = tools_corpus_file(tmp_path)
@@ -230,9 +227,8 @@ def test_a_tools_corpus_with_a_bad_line_is_refused_with_its_line_number(tmp_path
 
 
 def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401
     from pos_agent.cli.app import app
-    from pos_agent.trapbench.records import OracleState, StepRecord, Trajectory, dump_trajectories
+    from pos_trapbench.records import OracleState, StepRecord, Trajectory, dump_trajectories
 
     state = OracleState(
         about=[], focus=[], open_goals=["in(key, bag)"], unseen_goal_objects=[], plan_length=3
@@ -283,9 +279,8 @@ def test_eval_of_both_families_prints_a_table_each_and_an_overall_one(tmp_path: 
 def test_make_builds_both_families_by_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401
     from pos_agent.cli.app import app
-    from pos_agent.trapbench import corpus as corpus_module
+    from pos_trapbench import corpus as corpus_module
     from trapbench_fakes import fake_game
 
     class FakeGames(corpus_module.CorpusMaker):

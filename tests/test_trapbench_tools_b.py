@@ -1,4 +1,4 @@
-"""The held-out tool-agent family `tools-b` (`pos_agent.trapbench.toolagent.family_b`)."""
+"""The held-out tool-agent family `tools-b` (`pos_trapbench.toolagent.family_b`)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pos_agent.trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
-from pos_agent.trapbench.toolagent.family_b import GoTests, Rollout, _Clock, make_corpus_b
-from pos_agent.trapbench.toolagent.generate import make_corpus
-from pos_agent.trapbench.toolagent.records import (
+from pos_trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
+from pos_trapbench.toolagent.family_b import GoTests, Rollout, _Clock, make_corpus_b
+from pos_trapbench.toolagent.generate import make_corpus
+from pos_trapbench.toolagent.records import (
     EXPECTED_PATTERN,
     TOOL_PRODUCTIVE_KINDS,
     TOOL_TRAP_KINDS,
     ToolTrajectory,
 )
-from pos_agent.trapbench.toolagent.workspace import Call
+from pos_trapbench.toolagent.workspace import Call
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,6 @@ def test_the_rollout_finishes_only_after_the_fix() -> None:
 
 
 def test_make_and_eval_the_held_out_family(tmp_path: Path) -> None:
-    from pos_agent.cli import trapbench as _  # noqa: F401 (registers the command)
     from pos_agent.cli.app import app
 
     runner = CliRunner()

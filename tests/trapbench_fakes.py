@@ -7,10 +7,10 @@ import threading
 from collections import deque
 from pathlib import Path
 
-from pos_agent.trapbench.corpus import GameOutcome
-from pos_agent.trapbench.games import GameSpec
-from pos_agent.trapbench.pool import MemoryBoundExceeded
-from pos_agent.trapbench.records import GameEntry, OracleState, Trajectory
+from pos_trapbench.corpus import GameOutcome
+from pos_trapbench.games import GameSpec
+from pos_trapbench.pool import MemoryBoundExceeded
+from pos_trapbench.records import GameEntry, OracleState, Trajectory
 
 HANGING_SLOT = "cook-002"
 """The slot whose game never ends in `hanging_game`."""

@@ -43,9 +43,8 @@ def missing_extra_message(module: str) -> str:
 def main() -> None:
     """Console-script entry point."""
     try:
-        # Importing a command module registers its commands on `app`; done here, not at
-        # package import, so that `import pos_agent.cli.app` stays cheap for tests.
-        from pos_agent.cli import bench, doctor, envs, report, run, serve, trapbench  # noqa: F401
+        # Commands load lazily (see `pos_agent.cli.app`): a command's module, and the extra it
+        # needs, is imported only when that command runs.
         from pos_agent.cli.app import app
     except ModuleNotFoundError as error:
         missing = (error.name or "").partition(".")[0]

@@ -18,7 +18,7 @@ import typer
 
 from pos_agent.bench.env_models import parse_env_models
 from pos_agent.bench.signals import stop_on_signals
-from pos_agent.cli._common import (
+from pos_agent.cli.common import (
     BOUND_HELP,
     BREAKPOINTS_HELP,
     CACHE_RULE_HELP,

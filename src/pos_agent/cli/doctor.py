@@ -20,8 +20,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pos_agent.cli._common import shown
 from pos_agent.cli.app import app
+from pos_agent.cli.common import shown
 from pos_agent.envs._registry import env_entries
 from pos_agent.envs.alfworld import alfworld_data_dir
 from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role

@@ -23,9 +23,9 @@ from pos_agent.bench.run_folder import (
     read_config,
 )
 from pos_agent.bench.runner import finished
-from pos_agent.cli._common import AGENT_HELP, console, shown
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
+from pos_agent.cli.common import AGENT_HELP, console, shown
 from pos_agent.envs import EnvError
 from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
 from pos_agent.recovery.constraint import RecoveryMode

@@ -7,7 +7,7 @@ backspace overwrites what was printed; Unicode bidi controls reorder a line so t
 otherwise than it is. An error body that carries them could hide or forge what a run printed.
 `printable` shows every such character as a visible escape (`\\x1b`, `\\r`, `\\u202e`), keeping
 newlines and tabs; everything else is left as it is. The CLI adds rich-markup escaping on top
-(`pos_agent.cli._common.shown`); the model layer passes server text through this before logging.
+(`pos_agent.cli.common.shown`); the model layer passes server text through this before logging.
 """
 
 from __future__ import annotations

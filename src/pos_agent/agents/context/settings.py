@@ -115,13 +115,13 @@ class AconSettings:
 # threshold only means something if compression happens within the benchmark's step budget:
 # - RCA, LOCA (tool outputs of hundreds to thousands of tokens a turn): 4096, as upstream's
 #   tool benchmark; cap T/4, so the next compression does not fire right after one. Measured on
-#   RCA (`python -m pos_agent.perf.acon_turns --bench rca`, 25 rca-nezha incidents x 50 turns
+#   RCA (`python -m benchmarks.acon_turns --bench rca`, 25 rca-nezha incidents x 50 turns
 #   of one call, a lower bound: a turn may carry 3): 153 tokens median (p90 650, max 750);
 #   4096 fires in 25 of 25 cases, first at step 22 (median) of 50. LOCA is not measured
 #   offline here (its cases need LOCA's runtime and minutes of data generation each); its
 #   observations are file and database contents, larger than RCA's.
 # - ClinDiag: the offline answers are clipped (4 lines / 1,500 characters), so a turn is small:
-#   measured by `python -m pos_agent.perf.acon_turns` over 25 Common cases x 29 questions,
+#   measured by `python -m benchmarks.acon_turns` over 25 Common cases x 29 questions,
 #   47 tokens median (p90 116, max 297). At 4096 the trigger fires in 0 of 25 cases within the
 #   30 calls (2048: 3 of 25), so ACON would be the raw trajectory; 512 fires in 25 of 25, first
 #   at step 11 (median), then every five or so turns. Cap T/2, as on ALFWorld: the summary

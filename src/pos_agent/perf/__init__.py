@@ -1,1 +1,0 @@
-"""pos_agent.perf."""

@@ -4,16 +4,17 @@ export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: install loca-runtime test test-fast test-core lint typecheck pytest demo bench-overhead clean
+.PHONY: install loca-runtime test test-fast test-core lint typecheck pytest demo docs bench-overhead clean
 
 DEMO_STEPS ?= 12
 
-# Install uv with pip when it is missing, then the locked environment (all extras).
+# Install uv with pip when it is missing, then the locked environment (all extras, and the
+# `docs` group beside the default `dev` one).
 install: .venv/.installed
 .venv/.installed: pyproject.toml uv.lock
 	@command -v $(UV) >/dev/null 2>&1 || python3 -m pip install --user --quiet uv \
 		|| python3 -m pip install --user --quiet --break-system-packages uv
-	$(UV) sync --frozen --all-extras
+	$(UV) sync --frozen --all-extras --group docs
 	@touch $@
 
 # LOCA-Bench's MCP servers need pinned packages outside uv.lock: a separate venv plus two npm
@@ -62,8 +63,15 @@ demo: install
 	@echo "Trace: runs/demo/pos__alfworld-mini__heat-mug/events.jsonl"
 	@echo "Open runs/demo/pos__alfworld-mini__heat-mug/trace.html in a browser to see it step by step."
 
+# The documentation site (MkDocs, Material theme, API reference from docstrings), built from
+# docs/ into site/ (git-ignored) with warnings as errors, then every internal link of the built
+# pages checked (tests/test_docs_site.py does both in the test run).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict --site-dir site
+	$(RUN) python tests/docs_links.py site
+
 bench-overhead: install
 	$(RUN) python -m benchmarks.overhead
 
 clean:
-	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache site

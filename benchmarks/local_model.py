@@ -142,7 +142,20 @@ def measure(runs: int, n_ctx: int, belief_lines: int) -> list[Row]:
     shared_prefix = synthetic_belief(belief_lines, "shared")
     timed_call(model, llama, [system, Message("user", shared_prefix + "\nStep 0.")], max_tokens=1)
     reused = timed_runs(lambda i: f"{shared_prefix}\nStep {i + 1}.", max_tokens=1)
+    uncached_s, hit_s, repairs = _cache_latencies(options, system, runs)
+    cpu_per_wall = (time.process_time() - cpu_started) / (time.perf_counter() - started)
+    timings = Timings(
+        backend.path.name, n_ctx, options.threads(), runs, load_s, cpu_per_wall,
+        fresh, free_text, structured, reused, uncached_s, hit_s, repairs,
+    )  # fmt: skip
+    return timings.rows()
 
+
+def _cache_latencies(
+    options: ModelOptions, system: Message, runs: int
+) -> tuple[list[float], list[float], list[int]]:
+    """Structured calls through the response cache: each one's latency uncached, then as a cache
+    hit, and its repair turns."""
     with tempfile.TemporaryDirectory() as folder:
         cache = ResponseCache(Path(folder) / "bench.sqlite", "readwrite")
         cached_model = load_model("local", options, cache=cache)
@@ -156,54 +169,74 @@ def measure(runs: int, n_ctx: int, belief_lines: int) -> list[Row]:
             hit_s.append(second.latency_s)
             repairs.append(first.repairs)
         cache.close()
+    return uncached_s, hit_s, repairs
 
-    cpu_per_wall = (time.process_time() - cpu_started) / (time.perf_counter() - started)
-    prompt_size = int(median([c.prompt_tokens for c in fresh]))
-    return [
-        Row("model", backend.path.name, f"n_ctx={n_ctx}, threads={options.threads()}"),
-        Row("load time", f"{load_s:.2f} s", "once per process"),
-        Row(
-            "prompt eval",
-            f"{rate([c.prompt_tokens for c in fresh], [c.prompt_ms for c in fresh]):.0f} tok/s",
-            f"fresh {prompt_size}-token prompts, median of {runs}",
-        ),
-        Row(
-            "generation (free text)",
-            f"{rate([c.generated_tokens for c in free_text], [c.generation_ms for c in free_text]):.0f} tok/s",
-            f"up to 96 tokens, median of {runs}",
-        ),
-        Row(
-            "generation (JSON schema grammar)",
-            f"{rate([c.generated_tokens for c in structured], [c.generation_ms for c in structured]):.0f} tok/s",
-            f"BenchAction, median of {runs}",
-        ),
-        Row(
-            "structured call latency",
-            f"{median([c.wall_s for c in structured]):.3f} s",
-            f"median of {runs}, incl. repairs",
-        ),
-        Row(
-            "prompt, fresh",
-            f"{median([c.prompt_ms for c in fresh]):.0f} ms",
-            f"{prompt_size} tokens evaluated",
-        ),
-        Row(
-            "prompt, shared prefix reused",
-            f"{median([c.prompt_ms for c in reused]):.0f} ms",
-            f"{int(median([c.prompt_tokens for c in reused]))} tokens evaluated (KV prefix kept)",
-        ),
-        Row(
-            "call latency, uncached",
-            f"{median(uncached_s) * 1000:.1f} ms",
-            f"structured, median of {runs}, {sum(repairs)} repair turns in all",
-        ),
-        Row("call latency, cache hit", f"{median(hit_s) * 1000:.2f} ms", "SQLite replay"),
-        Row(
-            "CPU time / wall time",
-            f"{cpu_per_wall:.2f}",
-            f"near {options.threads()} when the cores were ours; lower means contention",
-        ),
-    ]
+
+@dataclass
+class Timings:
+    """What `measure` timed, and the rows that report it."""
+
+    model_name: str
+    n_ctx: int
+    threads: int
+    runs: int
+    load_s: float
+    cpu_per_wall: float
+    fresh: list[Counters]
+    free_text: list[Counters]
+    structured: list[Counters]
+    reused: list[Counters]
+    uncached_s: list[float]
+    hit_s: list[float]
+    repairs: list[int]
+
+    def rows(self) -> list[Row]:
+        prompt_size = int(median([c.prompt_tokens for c in self.fresh]))
+        return [
+            Row("model", self.model_name, f"n_ctx={self.n_ctx}, threads={self.threads}"),
+            Row("load time", f"{self.load_s:.2f} s", "once per process"),
+            Row(
+                "prompt eval",
+                f"{rate([c.prompt_tokens for c in self.fresh], [c.prompt_ms for c in self.fresh]):.0f} tok/s",
+                f"fresh {prompt_size}-token prompts, median of {self.runs}",
+            ),
+            Row(
+                "generation (free text)",
+                f"{rate([c.generated_tokens for c in self.free_text], [c.generation_ms for c in self.free_text]):.0f} tok/s",
+                f"up to 96 tokens, median of {self.runs}",
+            ),
+            Row(
+                "generation (JSON schema grammar)",
+                f"{rate([c.generated_tokens for c in self.structured], [c.generation_ms for c in self.structured]):.0f} tok/s",
+                f"BenchAction, median of {self.runs}",
+            ),
+            Row(
+                "structured call latency",
+                f"{median([c.wall_s for c in self.structured]):.3f} s",
+                f"median of {self.runs}, incl. repairs",
+            ),
+            Row(
+                "prompt, fresh",
+                f"{median([c.prompt_ms for c in self.fresh]):.0f} ms",
+                f"{prompt_size} tokens evaluated",
+            ),
+            Row(
+                "prompt, shared prefix reused",
+                f"{median([c.prompt_ms for c in self.reused]):.0f} ms",
+                f"{int(median([c.prompt_tokens for c in self.reused]))} tokens evaluated (KV prefix kept)",
+            ),
+            Row(
+                "call latency, uncached",
+                f"{median(self.uncached_s) * 1000:.1f} ms",
+                f"structured, median of {self.runs}, {sum(self.repairs)} repair turns in all",
+            ),
+            Row("call latency, cache hit", f"{median(self.hit_s) * 1000:.2f} ms", "SQLite replay"),
+            Row(
+                "CPU time / wall time",
+                f"{self.cpu_per_wall:.2f}",
+                f"near {self.threads} when the cores were ours; lower means contention",
+            ),
+        ]
 
 
 def render(rows: list[Row]) -> Table:

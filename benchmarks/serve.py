@@ -210,7 +210,7 @@ def _ms(values: list[float], quantile: float) -> str:
 def idle_session_memory(count: int, turns: int) -> float:
     """Bytes per idle session: the proxy's session objects after a `turns`-step history each."""
     from pos_agent.serve import ServeConfig
-    from pos_agent.serve.app import Proxy
+    from pos_agent.serve.proxy import Proxy
 
     proxy = Proxy(ServeConfig(upstream="http://127.0.0.1:9/v1", max_sessions=count + 1))
     histories = [history(s, turns) for s in range(count)]

@@ -30,9 +30,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from pos_agent.bench.executors import Timeline
-from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
-from pos_agent.bench.suite import load_suite
+from pos_agent.bench.config import Timeline
+from pos_agent.bench.executors.local import available_cores
+from pos_agent.bench.runner import BenchConfig, run_bench
+from pos_agent.bench.suite import Suite, load_suite
 from pos_agent.events import EpisodeStartEvent, ModelCallEvent
 from pos_agent.llm._structured import minimal_instance
 from pos_agent.trace import CaseResult, is_scored, read_events
@@ -108,7 +109,44 @@ def breakdown(run_dir: Path, results: list[CaseResult], timeline: Timeline) -> d
     }
 
 
+Row = tuple[str, int, int, float, float, int, float, dict[str, float]]
+"""executor, concurrent cases, episodes, seconds, episodes per minute, errors, seconds to the
+first case, per-episode breakdown."""
+
+
 def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    executors = [e.strip() for e in args.executor.split(",") if e.strip()]
+    with_ray = "ray" in executors
+    counts = args.workers or ("1,2,4,8,16" if with_ray else "1,2,4")
+    cases = args.cases or (16 if with_ray else 8)
+    server, base_url = serve(args.latency)
+    fixed = args.model == "fixed"
+    model = "openai:fixed" if fixed else args.model
+    options: dict[str, object] = (
+        {"base_url": base_url, "api_key": "perf-local", "max_retries": 0} if fixed else {}
+    )
+    if args.threads:
+        options["n_threads"] = args.threads
+    suite = load_suite("alfworld-mini")
+    try:
+        rows, ray_start_s = _measure(
+            suite, args, executors, [int(w) for w in counts.split(",")], cases, model, options
+        )
+    finally:
+        server.shutdown()
+    where = f"model latency {args.latency:.2f}s (loopback server)" if fixed else f"model {model}"
+    print(
+        f"Episodes per minute: {cases} alfworld-mini episodes x {args.steps} steps, "
+        f"agent {args.agent}, {where}, {available_cores()} cores, "
+        f"llama.cpp threads per worker: {args.threads or 'cores / workers'}"
+    )
+    if ray_start_s is not None:
+        print(f"Ray started for the benchmark in {ray_start_s:.1f}s (once, not in the rows)")
+    _print_rows(rows)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -133,72 +171,64 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="llama.cpp threads per worker (default: the cores split between the workers)",
     )
-    args = parser.parse_args(argv)
-    executors = [e.strip() for e in args.executor.split(",") if e.strip()]
-    with_ray = "ray" in executors
-    counts = args.workers or ("1,2,4,8,16" if with_ray else "1,2,4")
-    cases = args.cases or (16 if with_ray else 8)
-    server, base_url = serve(args.latency)
-    fixed = args.model == "fixed"
-    model = "openai:fixed" if fixed else args.model
-    options: dict[str, object] = (
-        {"base_url": base_url, "api_key": "perf-local", "max_retries": 0} if fixed else {}
-    )
-    if args.threads:
-        options["n_threads"] = args.threads
-    suite = load_suite("alfworld-mini")
-    tasks = suite.task_ids()
-    rows = []
-    ray_start_s = None
-    try:
-        with (
-            tempfile.TemporaryDirectory(prefix="pos-perf-workers-") as tmp,
-            contextlib.ExitStack() as stack,
-        ):
-            if with_ray:
-                from pos_agent.bench.executors.ray import connected
+    return parser
 
-                began = time.monotonic()
-                stack.enter_context(connected(None))  # one Ray for every row
-                ray_start_s = time.monotonic() - began
-            for executor in executors:
-                for workers in [int(w) for w in counts.split(",")]:
-                    specs = []
-                    for i in range(cases):
-                        spec = suite.cases([args.agent], model)[i % len(tasks)]
-                        spec.max_steps = args.steps
-                        spec.seed = i  # distinct case folders; alfworld-mini ignores the seed
-                        specs.append(spec)
-                    timeline = Timeline()
-                    run_dir = Path(tmp) / f"{executor}{workers}"
-                    config = BenchConfig(
-                        run_dir=run_dir,
-                        workers=1 if executor == "ray" else workers,
-                        max_concurrency=workers if executor == "ray" else None,
-                        executor=executor,
-                        model_options=options,
-                        preflight=False,  # measured: episodes, not the one-off set-up check
-                        timeline=timeline,
-                    )
-                    started = time.monotonic()
-                    results = run_bench(specs, config)
-                    elapsed = time.monotonic() - started
-                    first = min(timeline.sent.values()) - started if timeline.sent else 0.0
-                    errors = sum(not is_scored(r.status) for r in results)
-                    rows.append(
-                        (executor, workers, len(results), elapsed, 60.0 * len(results) / elapsed,
-                         errors, first, breakdown(run_dir, results, timeline))
-                    )  # fmt: skip
-    finally:
-        server.shutdown()
-    where = f"model latency {args.latency:.2f}s (loopback server)" if fixed else f"model {model}"
-    print(
-        f"Episodes per minute: {cases} alfworld-mini episodes x {args.steps} steps, "
-        f"agent {args.agent}, {where}, {available_cores()} cores, "
-        f"llama.cpp threads per worker: {args.threads or 'cores / workers'}"
-    )
-    if ray_start_s is not None:
-        print(f"Ray started for the benchmark in {ray_start_s:.1f}s (once, not in the rows)")
+
+def _measure(
+    suite: Suite,
+    args: argparse.Namespace,
+    executors: list[str],
+    counts: list[int],
+    cases: int,
+    model: str,
+    options: dict[str, object],
+) -> tuple[list[Row], float | None]:
+    """One row per executor and concurrency, and how long Ray took to start (None: no Ray)."""
+    tasks = suite.task_ids()
+    rows: list[Row] = []
+    ray_start_s = None
+    with (
+        tempfile.TemporaryDirectory(prefix="pos-perf-workers-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
+        if "ray" in executors:
+            from pos_agent.bench.executors.ray import connected
+
+            began = time.monotonic()
+            stack.enter_context(connected(None))  # one Ray for every row
+            ray_start_s = time.monotonic() - began
+        for executor in executors:
+            for workers in counts:
+                specs = []
+                for i in range(cases):
+                    spec = suite.cases([args.agent], model)[i % len(tasks)]
+                    spec.max_steps = args.steps
+                    spec.seed = i  # distinct case folders; alfworld-mini ignores the seed
+                    specs.append(spec)
+                timeline = Timeline()
+                run_dir = Path(tmp) / f"{executor}{workers}"
+                config = BenchConfig(
+                    run_dir=run_dir,
+                    workers=1 if executor == "ray" else workers,
+                    max_concurrency=workers if executor == "ray" else None,
+                    executor=executor,
+                    model_options=options,
+                    preflight=False,  # measured: episodes, not the one-off set-up check
+                    timeline=timeline,
+                )
+                started = time.monotonic()
+                results = run_bench(specs, config)
+                elapsed = time.monotonic() - started
+                first = min(timeline.sent.values()) - started if timeline.sent else 0.0
+                errors = sum(not is_scored(r.status) for r in results)
+                rows.append(
+                    (executor, workers, len(results), elapsed, 60.0 * len(results) / elapsed,
+                     errors, first, breakdown(run_dir, results, timeline))
+                )  # fmt: skip
+    return rows, ray_start_s
+
+
+def _print_rows(rows: list[Row]) -> None:
     print(
         f"{'executor':>8} {'conc':>5} {'episodes':>9} {'seconds':>8} {'ep/min':>7} "
         f"{'speed-up':>9} {'errors':>7} {'start':>6} | per episode (s): {'setup':>6} "

@@ -270,7 +270,7 @@ def test_bench_has_a_documented_public_surface() -> None:
 def test_a_failure_that_repeats_on_resume_is_reported_not_retried_forever(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pos_agent.bench.runner as runner
+    import pos_agent.bench.executors.local as local
     from pos_agent.bench.run_folder import RunPlan
     from pos_agent.llm import ModelOptions
     from pos_agent.trace import CaseResult, write_result
@@ -291,7 +291,7 @@ def test_a_failure_that_repeats_on_resume_is_reported_not_retried_forever(
         write_result(folder, result)
         return result
 
-    monkeypatch.setattr(runner, "run_case", failing_case)
+    monkeypatch.setattr(local, "run_case", failing_case)
     specs = expert_specs(["heat-mug"])
     run_dir = tmp_path / "run"
     config = BenchConfig(run_dir=run_dir, infra_retries=0)

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from fake_openai import Behaviour, fake_openai
 from pos_agent.bench import runner, workers
 from pos_agent.bench.case import CaseSpec
+from pos_agent.bench.executors.local import death, outcome
 from pos_agent.bench.locks import FileLock
 from pos_agent.bench.run_folder import RunFolder
 from pos_agent.bench.runner import BenchConfig, run_bench
@@ -140,13 +141,13 @@ def test_a_run_in_use_is_refused_before_any_model_call(tmp_path: Path) -> None:
 
 def test_a_dead_workers_case_is_an_infra_error_without_a_folder_made(tmp_path: Path) -> None:
     spec = server_specs(["heat-mug"])[0]
-    died = workers.Reply("died", message=runner._death(-9))
-    result = runner._outcome(died, spec, tmp_path)
+    died = workers.Reply("died", message=death(-9))
+    result = outcome(died, spec, tmp_path)
     assert result is not None and result.status == "infra_error"
     assert "killed by SIGKILL" in (result.error or "") and "out-of-memory" in (result.error or "")
     assert not (tmp_path / spec.folder).exists(), "no stand-in in a folder that was never made"
     (tmp_path / spec.folder).mkdir()  # a case that had started: its record says what happened
-    runner._outcome(died, spec, tmp_path)
+    outcome(died, spec, tmp_path)
     written = read_result(tmp_path / spec.folder)
     assert written is not None and written.status == "infra_error"
 

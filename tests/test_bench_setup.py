@@ -18,9 +18,10 @@ import pos_agent.cli.report
 import pos_agent.cli.run  # noqa: F401
 from fake_openai import Behaviour, fake_openai
 from pos_agent.bench.case import CaseSpec, run_case
+from pos_agent.bench.executors.local import worker_options
 from pos_agent.bench.preflight import SetupError, preflight, validate_cases
 from pos_agent.bench.run_folder import RunFolder, RunFolderError, RunPlan, check_run_name
-from pos_agent.bench.runner import BenchConfig, case_dir, run_bench, worker_options
+from pos_agent.bench.runner import BenchConfig, case_dir, run_bench
 from pos_agent.bench.suite import load_suite
 from pos_agent.cli.app import app
 from pos_agent.llm import ModelOptions, ScriptedModel
@@ -319,10 +320,10 @@ def test_server_text_with_markup_neither_crashes_nor_loses_text(tmp_path: Path) 
 def test_step_lines_show_actions_with_brackets_literally() -> None:
     from pos_agent.agents.base import StepInfo
     from pos_agent.cli.common import console
-    from pos_agent.cli.run import _show
+    from pos_agent.cli.run import show_step
 
     with console.capture() as captured:
-        _show(
+        show_step(
             StepInfo(3, 'call {"pattern": "[/api/cart]"} [/]', False, trapped=True, pattern="[x]")
         )
     text = captured.get()
@@ -367,7 +368,7 @@ def test_a_case_time_limit_ends_it_unscored_and_says_where_the_time_went(tmp_pat
 
 
 def test_workers_split_the_cores_for_the_local_model() -> None:
-    from pos_agent.bench.runner import available_cores
+    from pos_agent.bench.executors.local import available_cores
 
     cores = available_cores()
     assert worker_options(BenchConfig(run_dir=Path("x"), workers=2))["n_threads"] == max(

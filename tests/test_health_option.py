@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_fixtures import Script
-from pos_agent.agents.pos import agent as pos_module
+from pos_agent.agents.pos import trapping as pos_module
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, assess_window
 

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 import pos_agent.cli.bench  # noqa: F401
 from fake_openai import Behaviour, fake_openai
-from pos_agent.bench.executors import Timeline, executor_for
+from pos_agent.bench.config import Timeline
+from pos_agent.bench.executors import executor_for
 from pos_agent.bench.executors.ray import RayUnavailableError, collect_records, land
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.runner import BenchConfig, run_bench
@@ -328,7 +329,7 @@ def test_the_cluster_limit_keeps_one_request_in_flight_per_model(tmp_path: Path)
 
 
 def test_the_watchdog_notes_every_descendant_of_the_driver() -> None:
-    from pos_agent.bench.executors._reaper import descendants
+    from pos_agent.bench.executors.ray_reaper import descendants
 
     table = {
         10: (1, "a"),  # the driver

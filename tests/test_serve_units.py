@@ -425,7 +425,8 @@ def test_belief_mode_with_the_embedded_model(tmp_path: Path) -> None:
 def test_a_stream_guard_that_fails_relays_the_stream_unchanged(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pos_agent.serve.app import Verdict, _StreamGuard
+    from pos_agent.serve.policy import Verdict
+    from pos_agent.serve.streaming import StreamGuard
 
     events = [
         b'data: {"choices": [{"index": 0, "delta": {"role": "assistant"}}]}\n\n',
@@ -435,7 +436,7 @@ def test_a_stream_guard_that_fails_relays_the_stream_unchanged(
         b"data: [DONE]\n\n",
     ]
     stream = b"".join(events)
-    guard = _StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
+    guard = StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
     calls = 0
 
     def broken(finish: Any) -> list[bytes]:
@@ -449,7 +450,7 @@ def test_a_stream_guard_that_fails_relays_the_stream_unchanged(
     assert calls == 1 and b"".join(out) == stream
     assert "guard bug" in caplog.text
     # Without the bug, the same guard refuses the call.
-    fresh = _StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
+    fresh = StreamGuard(Verdict(None, "s", forbidden=frozenset({"read_file {}"})), None)
     refused = b"".join([*fresh.feed(stream), *fresh.close()])
     assert b"Blocked: read_file {}" in refused and b'"tool_calls": [' not in refused
 
@@ -475,7 +476,7 @@ def test_a_growing_history_is_parsed_from_where_the_last_step_ended() -> None:
     import asyncio
 
     from pos_agent.serve import ServeConfig, ToolCallsParser
-    from pos_agent.serve.app import Proxy
+    from pos_agent.serve.proxy import Proxy
 
     class Counting(ToolCallsParser):
         def __init__(self) -> None:

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pos_trapbench.toolagent.corpus import load_tool_trajectories, tools_corpus_file
-from pos_trapbench.toolagent.family_b import GoTests, Rollout, _Clock, make_corpus_b
+from pos_trapbench.toolagent.family_b import make_corpus_b
+from pos_trapbench.toolagent.family_b_tasks import Clock, GoTests, Rollout
 from pos_trapbench.toolagent.generate import make_corpus
 from pos_trapbench.toolagent.records import (
     EXPECTED_PATTERN,
@@ -71,7 +72,7 @@ def test_a_real_fix_is_progress_and_a_patch_elsewhere_is_not() -> None:
     import random
 
     rng = random.Random(1)
-    task = GoTests(_Clock(rng), rng)
+    task = GoTests(Clock(rng), rng)
     task.run(Call("shell", {"cmd": "go test ./..."}))
     bug = task.bugs[0]
     task.run(Call("cat", {"path": bug.path, "lines": f"{bug.line - 2}:{bug.line + 2}"}))
@@ -87,7 +88,7 @@ def test_the_rollout_finishes_only_after_the_fix() -> None:
     import random
 
     rng = random.Random(2)
-    task = Rollout(_Clock(rng), rng)
+    task = Rollout(Clock(rng), rng)
     status = Call("kubectl", {"args": "rollout status deploy/web --timeout=30s"})
     for _ in range(5):
         assert "successfully rolled out" not in task.run(status)[0]

@@ -10,12 +10,12 @@ then the expert.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from pos_agent.agents.baselines import BASELINES
 from pos_agent.agents.context_agent import EMBEDDING_METHODS
-from pos_agent.agents.pos.config import VARIANTS
+from pos_agent.agents.pos.config import VARIANT_PARTS, VARIANTS
 from pos_agent.llm._types import POS_ROLES
 
 MethodKind = Literal["pos", "baseline", "raw", "expert"]
@@ -51,17 +51,6 @@ class Method:
         return self.kind == "pos"
 
 
-_POS_PARTS: Mapping[str, dict[str, bool]] = {
-    "pos": {"uses_consistency": True, "uses_trapping": True},
-    "no_consistency": {"uses_trapping": True},
-    "no_trapping": {"uses_consistency": True},
-    "generic_recovery": {
-        "uses_consistency": True,
-        "uses_trapping": True,
-        "generic_recovery": True,
-    },
-}
-
 METHODS: Mapping[str, Method] = {
     m.name: m
     for m in (
@@ -70,7 +59,7 @@ METHODS: Mapping[str, Method] = {
             Method(name, "baseline", ("policy",), uses_embeddings=name in EMBEDDING_METHODS)
             for name in BASELINES
         ),
-        *(Method(name, "pos", POS_ROLES, **_POS_PARTS[name]) for name in VARIANTS),
+        *(Method(name, "pos", POS_ROLES, **asdict(VARIANT_PARTS[name])) for name in VARIANTS),
         Method("expert", "expert", ()),
     )
 }

@@ -175,40 +175,47 @@ class _BeliefReplay:
             self.belief = replace(self.belief, active_gap_id=gap_id)
 
 
-def build_view(
-    events: Iterable[Event], result: CaseResult | None, lines: TraceLines | None = None
-) -> dict[str, Any]:
-    """The page's data: header, per-step timeline with the belief after each step, totals.
+class _Timeline:
+    """The steps of a trace as the page shows them, built event by event, with the belief
+    replayed alongside."""
 
-    `lines` (from `read_trace`) adds what reading skipped and which versions it saw."""
-    steps: dict[int, _StepView] = {}
-    replay = _BeliefReplay()
-    start: EpisodeStartEvent | None = None
-    end: EpisodeEndEvent | None = None
-    tokens: dict[str, dict[str, float]] = {}
-    current = 0
-    recovery_on = False
-    seen_belief = False
+    def __init__(self) -> None:
+        self.steps: dict[int, _StepView] = {}
+        self.replay = _BeliefReplay()
+        self.start: EpisodeStartEvent | None = None
+        self.end: EpisodeEndEvent | None = None
+        self.tokens: dict[str, dict[str, float]] = {}
+        self.current = 0
+        self.recovery_on = False
+        self.seen_belief = False
 
-    def at(step: int) -> _StepView:
-        if step not in steps:
-            steps[step] = _StepView(step)
-        return steps[step]
+    def at(self, step: int) -> _StepView:
+        if step not in self.steps:
+            self.steps[step] = _StepView(step)
+        return self.steps[step]
 
-    for event in events:
+    def add(self, event: Event) -> None:
         if event.step is not None:
-            current = event.step
+            self.current = event.step
         # A decision made at step t is shown with the observation it led to (step t+1).
         decision = isinstance(event, (ActionEvent, *_CONTEXT_EVENTS)) or (
             isinstance(event, ModelCallEvent | ModelFailureEvent | DegradedEvent)
             and event.role in _DECISION_ROLES
         )
-        view = at(current + 1 if decision else current)
+        view = self.at(self.current + 1 if decision else self.current)
+        self._place(event, view)
+        view.recovery_active = view.recovery_active or self.recovery_on
+        if self.replay.belief is not None:
+            view.snapshot = self.replay.belief
+
+    def _place(self, event: Event, view: _StepView) -> None:
+        """Put one event where the page shows it."""
+        replay, current = self.replay, self.current
         match event:
             case EpisodeStartEvent():
-                start = event
+                self.start = event
             case EpisodeEndEvent():
-                end = event
+                self.end = event
             case ObservationEvent():
                 view.observation = _payload(event)
             case ActionEvent():
@@ -217,7 +224,7 @@ def build_view(
             case ModelCallEvent() | ModelFailureEvent():
                 call = _call(event)
                 view.calls.append(call)
-                totals = tokens.setdefault(
+                totals = self.tokens.setdefault(
                     event.role,
                     {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0},
                 )
@@ -225,11 +232,11 @@ def build_view(
                 for key in ("prompt_tokens", "completion_tokens", "latency_s"):
                     totals[key] += call[key]
             case BeliefInitEvent():
-                seen_belief = True
+                self.seen_belief = True
                 replay.init(event.belief)
                 view.patches.append({"kind": "init", **_payload(event, "belief", "degraded")})
             case BeliefPatchEvent() | RevisionEvent():
-                seen_belief = True
+                self.seen_belief = True
                 replay.propose(current, event.ops)
                 view.patches.append({"kind": event.event, **_payload(event)})
             case SentinelEvent():
@@ -249,28 +256,35 @@ def build_view(
                 view.health = _payload(event)
             case RecoveryEvent():
                 view.recovery = _payload(event)
-                recovery_on = True
+                self.recovery_on = True
             case RecoveryReleaseEvent():
                 view.release = _payload(event)
-                recovery_on = False
+                self.recovery_on = False
             case DegradedEvent():
                 view.degraded.append(_payload(event))
             case _ if isinstance(event, _CONTEXT_EVENTS):
                 view.context.append({"kind": event.event, **_payload(event)})
             case _:
                 view.other.append({"event": event.event, **_payload(event)})
-        view.recovery_active = view.recovery_active or recovery_on
-        if replay.belief is not None:
-            view.snapshot = replay.belief
 
-    beliefs, ordered = _link_beliefs(steps)
-    check = _check_final(replay, result, seen_belief)
+
+def build_view(
+    events: Iterable[Event], result: CaseResult | None, lines: TraceLines | None = None
+) -> dict[str, Any]:
+    """The page's data: header, per-step timeline with the belief after each step, totals.
+
+    `lines` (from `read_trace`) adds what reading skipped and which versions it saw."""
+    timeline = _Timeline()
+    for event in events:
+        timeline.add(event)
+    beliefs, ordered = _link_beliefs(timeline.steps)
+    check = _check_final(timeline.replay, result, timeline.seen_belief)
     check["warnings"] += _reading_warnings(lines)
     return {
-        "meta": _meta(result, start, end),
+        "meta": _meta(result, timeline.start, timeline.end),
         "goal": _goal(beliefs, result),
-        "tokens": _tokens(result, tokens),
-        "has_belief": seen_belief,
+        "tokens": _tokens(result, timeline.tokens),
+        "has_belief": timeline.seen_belief,
         "steps": [_step_dict(s) for s in ordered],
         "beliefs": beliefs,
         "check": check,

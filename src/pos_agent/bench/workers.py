@@ -9,7 +9,8 @@ checks once more that its parent is alive.
 
 Each worker owns one end of a pipe: it receives a case, plays it, and sends back a `Reply`.
 The parent watches every busy worker's pipe and process, so a worker that dies (killed, out
-of memory) costs only its own case, and a fresh worker takes its place (bench/runner.py).
+of memory) costs only its own case, and a fresh worker takes its place
+(bench/executors/local.py).
 
 Ctrl-C, SIGTERM and SIGHUP reach the workers either from the terminal (the whole process
 group) or from the parent, which forwards a SIGINT. The first one interrupts the case in
@@ -108,6 +109,12 @@ def init_worker(model_options: dict[str, Any], parent_pid: int) -> None:
     die_with_parent(parent_pid)
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_stop_signal)
+    prepare_models(model_options)
+
+
+def prepare_models(model_options: dict[str, Any]) -> None:
+    """The model options and loader `play` uses in this process (a Ray case runner, which has
+    no parent to tie its life to, calls only this)."""
     _STATE.options = ModelOptions(**model_options)
     _STATE.load = default_loader(_STATE.options)
 

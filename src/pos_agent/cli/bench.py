@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal, NoReturn
 
@@ -11,8 +12,9 @@ import typer
 
 from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.case import AGENTS, CaseSpec, RecordError
+from pos_agent.bench.executors.local import available_cores
 from pos_agent.bench.run_folder import CONFIG_NAME, RunFolderError, check_run_name, prepare_out
-from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
+from pos_agent.bench.runner import BenchConfig, run_bench
 from pos_agent.bench.runner import Progress as BenchProgress
 from pos_agent.bench.shards import Shard
 from pos_agent.bench.suite import Suite, builtin_suites, load_suite
@@ -25,92 +27,105 @@ from pos_agent.trace import STATUS_MEANINGS, CaseResult, is_scored
 
 Executor = Literal["local", "ray"]
 
+# The command's own options (the ones it shares with `pos run` are CaseOptions).
+SuiteArgument = Annotated[
+    str,
+    typer.Argument(help="Built-in suite name (see --list) or the path of a suite YAML file."),
+]
+AgentsOption = Annotated[
+    str,
+    typer.Option(
+        help=f"Comma-separated methods: {', '.join(AGENTS)} (the paper's six: "
+        "raw,acon,pace,hiagent,lh_harness,pos)."
+    ),
+]
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        help="Worker processes. With the local model, the cores are split between them.",
+        min=1,
+    ),
+]
+ResumeOption = Annotated[
+    bool,
+    typer.Option(
+        help="Continue --run with the same settings: keep scored cases, rerun the rest whole."
+    ),
+]
+LimitOption = Annotated[
+    int | None, typer.Option(help="Only the first N tasks of the suite.", min=1)
+]
+LengthsOption = Annotated[
+    str | None,
+    typer.Option(help="LOCA: only these environment lengths, e.g. 8k,16k (8k ... 256k)."),
+]
+SeedsOption = Annotated[
+    str | None, typer.Option(help="Only these of the suite's seeds, e.g. 42,123.")
+]
+RunOption = Annotated[
+    str | None,
+    typer.Option("--run", help="Run name, a folder inside --out (default: suite and time)."),
+]
+InfraRetriesOption = Annotated[
+    int, typer.Option(help="Retries of a case after an infrastructure error.", min=0)
+]
+PreflightOption = Annotated[
+    bool,
+    typer.Option(help="Check each model with one small call before the first case."),
+]
+ListOption = Annotated[bool, typer.Option("--list", help="List the built-in suites and exit.")]
+ExecutorOption = Annotated[
+    Executor,
+    typer.Option(
+        help="Where cases play: local (worker processes here) or ray (a Ray cluster, or a "
+        "Ray started for the run; the ray extra)."
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster to use: auto or HOST:PORT (default: start one here)."),
+]
+MaxConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(help="Ray: cases played at once (default: one per CPU of the cluster).", min=1),
+]
+ShardOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Only shard I of N (1-based) of the cases, a contiguous range in suite order, "
+        "e.g. 2/8; merge the shards' runs with pos report."
+    ),
+]
+ModelConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(help="Ray: requests in flight per model, across the cluster.", min=1),
+]
+ModelRpmOption = Annotated[
+    float | None,
+    typer.Option(help="Ray: request starts per minute per model, across the cluster.", min=0.001),
+]
+
 
 @app.command()
 @case_options
 def bench(
-    suite: Annotated[
-        str,
-        typer.Argument(help="Built-in suite name (see --list) or the path of a suite YAML file."),
-    ] = "alfworld-mini",
-    agents: Annotated[
-        str,
-        typer.Option(
-            help=f"Comma-separated methods: {', '.join(AGENTS)} (the paper's six: "
-            "raw,acon,pace,hiagent,lh_harness,pos)."
-        ),
-    ] = "pos,raw",
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Worker processes. With the local model, the cores are split between them.",
-            min=1,
-        ),
-    ] = 1,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            help="Continue --run with the same settings: keep scored cases, rerun the rest whole."
-        ),
-    ] = False,
-    limit: Annotated[
-        int | None, typer.Option(help="Only the first N tasks of the suite.", min=1)
-    ] = None,
-    lengths: Annotated[
-        str | None,
-        typer.Option(help="LOCA: only these environment lengths, e.g. 8k,16k (8k ... 256k)."),
-    ] = None,
-    seeds: Annotated[
-        str | None, typer.Option(help="Only these of the suite's seeds, e.g. 42,123.")
-    ] = None,
-    run_name: Annotated[
-        str | None,
-        typer.Option("--run", help="Run name, a folder inside --out (default: suite and time)."),
-    ] = None,
-    infra_retries: Annotated[
-        int, typer.Option(help="Retries of a case after an infrastructure error.", min=0)
-    ] = 2,
-    preflight: Annotated[
-        bool,
-        typer.Option(help="Check each model with one small call before the first case."),
-    ] = True,
-    list_suites: Annotated[
-        bool, typer.Option("--list", help="List the built-in suites and exit.")
-    ] = False,
-    executor: Annotated[
-        Executor,
-        typer.Option(
-            help="Where cases play: local (worker processes here) or ray (a Ray cluster, or a "
-            "Ray started for the run; the ray extra)."
-        ),
-    ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster to use: auto or HOST:PORT (default: start one here)."),
-    ] = None,
-    max_concurrency: Annotated[
-        int | None,
-        typer.Option(
-            help="Ray: cases played at once (default: one per CPU of the cluster).", min=1
-        ),
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            help="Only shard I of N (1-based) of the cases, a contiguous range in suite order, "
-            "e.g. 2/8; merge the shards' runs with pos report."
-        ),
-    ] = None,
-    model_concurrency: Annotated[
-        int | None,
-        typer.Option(help="Ray: requests in flight per model, across the cluster.", min=1),
-    ] = None,
-    model_rpm: Annotated[
-        float | None,
-        typer.Option(
-            help="Ray: request starts per minute per model, across the cluster.", min=0.001
-        ),
-    ] = None,
+    suite: SuiteArgument = "alfworld-mini",
+    agents: AgentsOption = "pos,raw",
+    workers: WorkersOption = 1,
+    resume: ResumeOption = False,
+    limit: LimitOption = None,
+    lengths: LengthsOption = None,
+    seeds: SeedsOption = None,
+    run_name: RunOption = None,
+    infra_retries: InfraRetriesOption = 2,
+    preflight: PreflightOption = True,
+    list_suites: ListOption = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    shard: ShardOption = None,
+    model_concurrency: ModelConcurrencyOption = None,
+    model_rpm: ModelRpmOption = None,
     *,
     options: CaseOptions,
 ) -> None:
@@ -129,15 +144,13 @@ def bench(
     if list_suites:
         _list_suites()
         return
-    methods = [a.strip() for a in agents.split(",") if a.strip()]
-    unknown = [a for a in methods if a not in AGENTS]
-    if unknown or not methods:
-        raise typer.BadParameter(
-            f"unknown method(s) {unknown}; choose from {', '.join(AGENTS)}", param_hint="--agents"
-        )
+    methods = _methods(agents)
     if resume and not run_name:
         raise typer.BadParameter("--resume needs the --run name to continue", param_hint="--resume")
-    _check_executor(executor, workers, ray_address, max_concurrency, model_concurrency, model_rpm)
+    placement = Placement(
+        executor, workers, ray_address, max_concurrency, model_concurrency, model_rpm
+    )
+    placement.check()
     part = _shard(shard)
     loaded, specs = _cases(suite, methods, options, limit, lengths, seeds)
     if part is not None:
@@ -149,93 +162,130 @@ def bench(
                 f"(at most {everything} shards hold cases)"
             )
             return
+    name = _run_name(run_name, loaded, part, options)
+    run_dir = options.out / name
+    config = _bench_config(run_dir, placement, options, loaded, specs, methods, part)
+    config = replace(config, resume=resume, infra_retries=infra_retries, preflight=preflight)
+    sharded = f" (shard {part})" if part is not None else ""
+    console.print(
+        f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases{sharded} "
+        f"({shown(', '.join(methods))}), {placement.where(specs)} -> {shown(run_dir)}"
+    )
+    results = _play(specs, config, name)
+    _summarise(results, run_dir)
+
+
+def _methods(agents: str) -> list[str]:
+    """The --agents list, every one a known method (else exit 2)."""
+    methods = [a.strip() for a in agents.split(",") if a.strip()]
+    unknown = [a for a in methods if a not in AGENTS]
+    if unknown or not methods:
+        raise typer.BadParameter(
+            f"unknown method(s) {unknown}; choose from {', '.join(AGENTS)}", param_hint="--agents"
+        )
+    return methods
+
+
+def _run_name(given: str | None, loaded: Suite, part: Shard | None, options: CaseOptions) -> str:
+    """The run's folder name (default: suite, time and shard), checked, with --out made."""
     default_name = f"{loaded.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if part is not None:
         default_name += f"-shard{part.index}of{part.count}"
     try:
-        name = check_run_name(run_name or default_name)
+        name = check_run_name(given or default_name)
         prepare_out(options.out)
     except RunFolderError as exc:
         _fail(str(exc))
-    run_dir = options.out / name
-    config = BenchConfig(
+    return name
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the cases play: the executor and the options it takes."""
+
+    executor: Executor
+    workers: int
+    ray_address: str | None
+    max_concurrency: int | None
+    model_concurrency: int | None
+    model_rpm: float | None
+
+    def check(self) -> None:
+        """Refuse options that the chosen executor would silently ignore."""
+        if self.executor == "ray":
+            if self.workers > 1:
+                raise typer.BadParameter(
+                    "--workers is the local executor's; with --executor ray use --max-concurrency",
+                    param_hint="--workers",
+                )
+            return
+        given = [
+            flag
+            for flag, value in (
+                ("--ray-address", self.ray_address),
+                ("--max-concurrency", self.max_concurrency),
+                ("--model-concurrency", self.model_concurrency),
+                ("--model-rpm", self.model_rpm),
+            )
+            if value is not None
+        ]
+        if given:
+            raise typer.BadParameter(
+                f"{', '.join(given)} work(s) with --executor ray only", param_hint=given[0]
+            )
+
+    def rate_limits(self) -> RateLimits | None:
+        if not (self.model_concurrency or self.model_rpm):
+            return None
+        return RateLimits(concurrency=self.model_concurrency, per_minute=self.model_rpm)
+
+    def where(self, specs: list[CaseSpec]) -> str:
+        """Where the cases play, as the first line of the run says it."""
+        if self.executor == "ray":
+            size = f"{self.max_concurrency} at once" if self.max_concurrency else "one per CPU"
+            return f"Ray at {shown(self.ray_address or 'a cluster started here')}, {size}"
+        local = any(wants_context_per_role(m) for s in specs for m in s.models().values())
+        threads = (
+            f", {max(1, available_cores() // self.workers)} llama.cpp thread(s) each"
+            if local and self.workers > 1
+            else ""
+        )
+        return f"{self.workers} worker(s){threads}"
+
+
+def _bench_config(
+    run_dir: Path,
+    placement: Placement,
+    options: CaseOptions,
+    loaded: Suite,
+    specs: list[CaseSpec],
+    methods: list[str],
+    part: Shard | None,
+) -> BenchConfig:
+    """The run's settings: the command line over the suite's."""
+    case_timeout = options.case_timeout
+    return BenchConfig(
         run_dir=run_dir,
-        workers=workers,
-        resume=resume,
-        infra_retries=infra_retries,
+        workers=placement.workers,
         model_options=options.model_options(
             timeout_s=loaded.timeout_s, max_retries=loaded.max_retries
         ),
-        case_timeout_s=options.case_timeout
-        if options.case_timeout is not None
-        else loaded.case_timeout_s,
-        preflight=preflight,
+        case_timeout_s=case_timeout if case_timeout is not None else loaded.case_timeout_s,
         describe={
             "suite": loaded.model_dump(),
             "agents": methods,
             "model": options.model,
             "health": options.health,
             "env_models": specs[0].env_models if specs else {},
-            "workers": workers,
-            "executor": executor,
+            "workers": placement.workers,
+            "executor": placement.executor,
             **({"shard": part.describe()} if part is not None else {}),
         },
-        executor=executor,
-        ray_address=ray_address,
-        max_concurrency=max_concurrency,
-        rate_limits=RateLimits(concurrency=model_concurrency, per_minute=model_rpm)
-        if model_concurrency or model_rpm
-        else None,
+        executor=placement.executor,
+        ray_address=placement.ray_address,
+        max_concurrency=placement.max_concurrency,
+        rate_limits=placement.rate_limits(),
     )
-    local = any(wants_context_per_role(m) for s in specs for m in s.models().values())
-    threads = (
-        f", {max(1, available_cores() // workers)} llama.cpp thread(s) each"
-        if local and workers > 1
-        else ""
-    )
-    where = f"{workers} worker(s){threads}"
-    if executor == "ray":
-        size = f"{max_concurrency} at once" if max_concurrency else "one per CPU"
-        where = f"Ray at {shown(ray_address or 'a cluster started here')}, {size}"
-    sharded = f" (shard {part})" if part is not None else ""
-    console.print(
-        f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases{sharded} "
-        f"({shown(', '.join(methods))}), {where} -> {shown(run_dir)}"
-    )
-    results = _play(specs, config, name)
-    _summarise(results, run_dir)
-
-
-def _check_executor(
-    executor: str,
-    workers: int,
-    ray_address: str | None,
-    max_concurrency: int | None,
-    model_concurrency: int | None,
-    model_rpm: float | None,
-) -> None:
-    """Refuse options that the chosen executor would silently ignore."""
-    if executor == "ray":
-        if workers > 1:
-            raise typer.BadParameter(
-                "--workers is the local executor's; with --executor ray use --max-concurrency",
-                param_hint="--workers",
-            )
-        return
-    given = [
-        flag
-        for flag, value in (
-            ("--ray-address", ray_address),
-            ("--max-concurrency", max_concurrency),
-            ("--model-concurrency", model_concurrency),
-            ("--model-rpm", model_rpm),
-        )
-        if value is not None
-    ]
-    if given:
-        raise typer.BadParameter(
-            f"{', '.join(given)} work(s) with --executor ray only", param_hint=given[0]
-        )
 
 
 def _shard(text: str | None) -> Shard | None:

@@ -31,40 +31,51 @@ from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
 from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.trace import CaseResult, is_scored, read_result
 
+# The command's own options (the ones it shares with `pos bench` are CaseOptions).
+EnvArgument = Annotated[
+    str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")
+]
+TaskArgument = Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")]
+AgentOption = Annotated[str, typer.Option(help=AGENT_HELP)]
+PolicyModelOption = Annotated[str | None, typer.Option(help="Override the policy role's model.")]
+BeliefModelOption = Annotated[str | None, typer.Option(help="Override the belief role's model.")]
+SentinelModelOption = Annotated[
+    str | None, typer.Option(help="Override the sentinel role's model.")
+]
+RecoveryOption = Annotated[
+    RecoveryMode,
+    typer.Option(
+        help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
+    ),
+]
+MaxStepsOption = Annotated[
+    int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
+]
+RunOption = Annotated[
+    str | None,
+    typer.Option("--run", help="Run name, a folder inside --out (default: the time)."),
+]
+SeedOption = Annotated[int | None, typer.Option(help="Environment seed, where it has one.")]
+SplitOption = Annotated[
+    str | None,
+    typer.Option(help="Split the task is checked against (default: the environment's)."),
+]
+
 
 @app.command()
 @case_options
 def run(
-    env: Annotated[str, typer.Argument(help="Environment, e.g. alfworld-mini (see `pos envs`).")],
-    task: Annotated[str, typer.Argument(help="Task id within the environment, e.g. heat-mug.")],
-    agent: Annotated[str, typer.Option(help=AGENT_HELP)] = "pos",
-    policy_model: Annotated[
-        str | None, typer.Option(help="Override the policy role's model.")
-    ] = None,
-    belief_model: Annotated[
-        str | None, typer.Option(help="Override the belief role's model.")
-    ] = None,
-    sentinel_model: Annotated[
-        str | None, typer.Option(help="Override the sentinel role's model.")
-    ] = None,
-    recovery: Annotated[
-        RecoveryMode,
-        typer.Option(
-            help="soft: constraint in the prompt (paper); hard: forbidden actions removed; both."
-        ),
-    ] = "soft",
-    max_steps: Annotated[
-        int | None, typer.Option(help="Step budget (default: the environment's).", min=1)
-    ] = None,
-    run_name: Annotated[
-        str | None,
-        typer.Option("--run", help="Run name, a folder inside --out (default: the time)."),
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Environment seed, where it has one.")] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(help="Split the task is checked against (default: the environment's)."),
-    ] = None,
+    env: EnvArgument,
+    task: TaskArgument,
+    agent: AgentOption = "pos",
+    policy_model: PolicyModelOption = None,
+    belief_model: BeliefModelOption = None,
+    sentinel_model: SentinelModelOption = None,
+    recovery: RecoveryOption = "soft",
+    max_steps: MaxStepsOption = None,
+    run_name: RunOption = None,
+    seed: SeedOption = None,
+    split: SplitOption = None,
     *,
     options: CaseOptions,
 ) -> None:
@@ -100,26 +111,40 @@ def run(
     except RunFolderError as exc:
         _fail(str(exc), 2)
     case_dir = options.out / name / spec.folder
-    model_options = ModelOptions(**options.model_options())
+    _announce(spec, case_dir)
+    started = time.monotonic()
+    result = _play(spec, options, name, case_dir)
+    _print_result(result, case_dir, time.monotonic() - started)
+    if not is_scored(result.status):
+        raise typer.Exit(1)
+
+
+def _announce(spec: CaseSpec, case_dir: Path) -> None:
+    """What is about to be played, by which models, and where its trace goes."""
     models = ", ".join(f"{r}={m}" for r, m in spec.models().items()) or "none"
     console.print(
-        f"[bold]pos run[/] {shown(env)} {shown(task)}  agent={shown(agent)}  models: {shown(models)}"
+        f"[bold]pos run[/] {shown(spec.env)} {shown(spec.task)}  agent={shown(spec.agent)}  "
+        f"models: {shown(models)}"
     )
     if spec.env_models:
-        labels = env_model_labels(env, spec.env_models)
+        labels = env_model_labels(spec.env, spec.env_models)
         console.print(
             "environment models: " + shown(", ".join(f"{r}={m}" for r, m in labels.items()))
         )
     console.print(f"trace: {shown(case_dir / 'events.jsonl')}")
-    started = time.monotonic()
+
+
+def _play(spec: CaseSpec, options: CaseOptions, name: str, case_dir: Path) -> CaseResult:
+    """Play the case with a line per step; the exits of a refused, failed or stopped case."""
+    model_options = ModelOptions(**options.model_options())
     try:
         with _claimed(options.out / name, spec, model_options):
-            result = run_case(
+            return run_case(
                 spec,
                 case_dir,
                 run_name=name,
                 options=model_options,
-                on_step=_show,
+                on_step=show_step,
                 time_limit_s=options.case_timeout,
             )
     except RunFolderError as exc:
@@ -133,9 +158,6 @@ def run(
         _fail(f"{exc}; wait for the other pos command to finish, or choose another --run", 1)
     except RecordError as exc:
         _fail(f"{exc.strerror or exc}; free space or choose another --out", 1)
-    _print_result(result, case_dir, time.monotonic() - started)
-    if not is_scored(result.status):
-        raise typer.Exit(1)
 
 
 @contextlib.contextmanager
@@ -231,7 +253,8 @@ def _print_result(result: CaseResult, case_dir: Path, elapsed: float) -> None:
     )
 
 
-def _show(info: StepInfo) -> None:
+def show_step(info: StepInfo) -> None:
+    """One line per step of `pos run`: the action and what the step showed."""
     marks = []
     if info.health is not None:
         marks.append(f"H={info.health:.2f}")

@@ -13,7 +13,8 @@ Point the agent's `base_url` at the proxy; each response carries the monitor's v
 text, ReAct text); add your own in `ServeConfig(parsers=...)`.
 """
 
-from pos_agent.serve.app import NOTE_PREFIX, Policy, ServeConfig, create_app, default_trace_dir
+from pos_agent.serve.app import create_app
+from pos_agent.serve.config import NOTE_PREFIX, Policy, ServeConfig, default_trace_dir
 from pos_agent.serve.parsers import (
     DEFAULT_PARSERS,
     ReActParser,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,12 @@ from rich.console import Console
 from pos_agent.cli.common import progress_bar, shown
 from pos_trapbench.families import FAMILY_CHOICES
 from pos_trapbench.pool import KILL_FACTOR, MEMORY_LIMIT_MB, TIME_LIMIT_S
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from pos_trapbench.corpus import CorpusMaker, SlotResult
+    from pos_trapbench.pool import Running
 
 console = Console(highlight=False, soft_wrap=True)
 trapbench_app = typer.Typer(
@@ -29,37 +35,47 @@ SLOW_S = 60.0
 """A game still running after this many seconds is named in the output (normal: seconds)."""
 
 
+OutOption = Annotated[Path, typer.Option(help="Corpus folder to create or resume.")]
+GamesOption = Annotated[
+    int, typer.Option(help="Game slots; half tw-cooking, half custom quests.", min=1)
+]
+SeedOption = Annotated[int, typer.Option(help="Seed of the whole corpus (games and segments).")]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
+]
+FamilyOption = Annotated[
+    str, typer.Option(help="Which corpus family to build: textworld, tools, tools-b or all.")
+]
+TrajectoriesOption = Annotated[
+    int, typer.Option(help="Tool-agent trajectories (the tools family).", min=1)
+]
+TimeLimitOption = Annotated[
+    float,
+    typer.Option(
+        help="Seconds one game may take before its worker is stopped and it fails.", min=1
+    ),
+]
+MemoryLimitOption = Annotated[
+    int,
+    typer.Option(
+        help="MB a worker may use for one game: past it the game is skipped (a worker past "
+        f"{KILL_FACTOR:g} times it is stopped and the game fails).",
+        min=64,
+    ),
+]
+
+
 @trapbench_app.command()
 def make(
-    out: Annotated[Path, typer.Option(help="Corpus folder to create or resume.")] = Path("traps"),
-    games: Annotated[
-        int, typer.Option(help="Game slots; half tw-cooking, half custom quests.", min=1)
-    ] = 40,
-    seed: Annotated[int, typer.Option(help="Seed of the whole corpus (games and segments).")] = 1,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Worker processes (default: 2, or 1 on a one-core machine).", min=1),
-    ] = None,
-    family: Annotated[
-        str, typer.Option(help="Which corpus family to build: textworld, tools, tools-b or all.")
-    ] = "all",
-    trajectories: Annotated[
-        int, typer.Option(help="Tool-agent trajectories (the tools family).", min=1)
-    ] = 120,
-    time_limit: Annotated[
-        float,
-        typer.Option(
-            help="Seconds one game may take before its worker is stopped and it fails.", min=1
-        ),
-    ] = TIME_LIMIT_S,
-    memory_limit: Annotated[
-        int,
-        typer.Option(
-            help="MB a worker may use for one game: past it the game is skipped (a worker past "
-            f"{KILL_FACTOR:g} times it is stopped and the game fails).",
-            min=64,
-        ),
-    ] = MEMORY_LIMIT_MB,
+    out: OutOption = Path("traps"),
+    games: GamesOption = 40,
+    seed: SeedOption = 1,
+    workers: WorkersOption = None,
+    family: FamilyOption = "all",
+    trajectories: TrajectoriesOption = 120,
+    time_limit: TimeLimitOption = TIME_LIMIT_S,
+    memory_limit: MemoryLimitOption = MEMORY_LIMIT_MB,
 ) -> None:
     """Build the corpus families: TextWorld games (offline) and the tool-agent workspace.
 
@@ -83,27 +99,43 @@ def make(
 
     Example: pos trapbench make --games 40 --seed 1 --out traps
     """
-    from pos_trapbench.corpus import CorpusMaker, SlotResult, remove_scratch
-    from pos_trapbench.pool import Limits, Running
-
     if family not in FAMILY_CHOICES:
         console.print(f"[red]error:[/] --family must be one of {', '.join(FAMILY_CHOICES)}")
         raise typer.Exit(2)
     for tools_family in ("tools", "tools-b"):
-        if family not in (tools_family, "all"):
-            continue
-        from pos_trapbench.toolagent.corpus import write_tools_corpus
-
-        started = time.monotonic()
-        path, built = write_tools_corpus(out, trajectories, seed, tools_family)
-        segments = ", ".join(f"{k} {n}" for k, n in built.segments.items())
-        console.print(
-            f"{tools_family} corpus: {path}  ({built.trajectories} trajectories, "
-            f"{built.steps} steps; segments: {segments}; {time.monotonic() - started:.1f}s)"
-        )
+        if family in (tools_family, "all"):
+            _make_tools(out, trajectories, seed, tools_family)
     if family in ("tools", "tools-b"):
         console.print(f"next: pos trapbench eval {out}")
         return
+    _make_games(out, games, seed, workers, time_limit, memory_limit)
+
+
+def _make_tools(out: Path, trajectories: int, seed: int, family: str) -> None:
+    """One tool-agent corpus family, generated from the seed."""
+    from pos_trapbench.toolagent.corpus import write_tools_corpus
+
+    started = time.monotonic()
+    path, built = write_tools_corpus(out, trajectories, seed, family)
+    segments = ", ".join(f"{k} {n}" for k, n in built.segments.items())
+    console.print(
+        f"{family} corpus: {path}  ({built.trajectories} trajectories, "
+        f"{built.steps} steps; segments: {segments}; {time.monotonic() - started:.1f}s)"
+    )
+
+
+def _make_games(
+    out: Path,
+    games: int,
+    seed: int,
+    workers: int | None,
+    time_limit: float,
+    memory_limit: int,
+) -> None:
+    """The TextWorld family: the games built (or resumed) in worker processes."""
+    from pos_trapbench.corpus import CorpusMaker, remove_scratch
+    from pos_trapbench.pool import Limits
+
     count = workers or min(2, os.cpu_count() or 1)
     try:
         maker = CorpusMaker(
@@ -130,49 +162,63 @@ def make(
     )
     started = time.monotonic()
     with progress_bar(console) as bar:
-        task = bar.add_task("games", total=len(todo))
-
-        warned: dict[str, float] = {}
-
-        def show(result: SlotResult) -> None:
-            used = [e for e in result.entries if e.status == "used"]
-            skipped = [e for e in result.entries if e.status == "skipped"]
-            note = f"  ({len(skipped)} seed(s) replaced)" if skipped else ""
-            if used:
-                bar.console.print(
-                    f"[green]ok[/] {used[0].id:<12} {used[0].family:<10} "
-                    f"{used[0].trajectories} trajectories, {used[0].steps} steps{note}"
-                )
-            elif result.failed:
-                bar.console.print(
-                    f"[red]failed[/] {result.entries[-1].id}: {shown(result.entries[-1].reason)}"
-                )
-            else:
-                bar.console.print(f"[yellow]gave up[/] {result.slot}: {shown(skipped[-1].reason)}")
-            bar.advance(task)
-
-        def progress(running: list[Running]) -> None:
-            parts = []
-            for game in sorted(running, key=lambda r: r.worker):
-                parts.append(f"{game.key} {game.seconds:.0f}s {game.rss_mb:.0f}MB")
-                # A slow game is named once it passes SLOW_S, and again each time it doubles.
-                if game.seconds >= warned.get(game.key, SLOW_S):
-                    warned[game.key] = 2 * max(game.seconds, SLOW_S)
-                    bar.console.print(
-                        f"[yellow]slow[/] {game.key}: {game.seconds:.0f}s so far, "
-                        f"{game.rss_mb:.0f} MB (stopped at {time_limit:.0f}s)"
-                    )
-            bar.update(task, description="games: " + ", ".join(parts) if parts else "games")
-
+        shown_progress = _GameProgress(bar, bar.add_task("games", total=len(todo)), time_limit)
         try:
-            corpus = maker.run(on_slot=show, on_progress=progress)
-            bar.update(task, description="games")
+            corpus = maker.run(on_slot=shown_progress.slot, on_progress=shown_progress.running)
+            bar.update(shown_progress.task, description="games")
         except KeyboardInterrupt:
             console.print(
                 f"\n[yellow]Interrupted.[/] Finished games are kept in {out}; "
                 "run the same command again to resume."
             )
             raise typer.Exit(130) from None
+    _report_games(maker, corpus, out, time.monotonic() - started)
+
+
+class _GameProgress:
+    """The progress of a games build: a line per finished slot, the running games on the bar,
+    and a line for a game that is slow."""
+
+    def __init__(self, bar: Progress, task: TaskID, time_limit: float) -> None:
+        self.bar = bar
+        self.task = task
+        self.time_limit = time_limit
+        self.warned: dict[str, float] = {}
+
+    def slot(self, result: SlotResult) -> None:
+        bar = self.bar
+        used = [e for e in result.entries if e.status == "used"]
+        skipped = [e for e in result.entries if e.status == "skipped"]
+        note = f"  ({len(skipped)} seed(s) replaced)" if skipped else ""
+        if used:
+            bar.console.print(
+                f"[green]ok[/] {used[0].id:<12} {used[0].family:<10} "
+                f"{used[0].trajectories} trajectories, {used[0].steps} steps{note}"
+            )
+        elif result.failed:
+            bar.console.print(
+                f"[red]failed[/] {result.entries[-1].id}: {shown(result.entries[-1].reason)}"
+            )
+        else:
+            bar.console.print(f"[yellow]gave up[/] {result.slot}: {shown(skipped[-1].reason)}")
+        bar.advance(self.task)
+
+    def running(self, running: list[Running]) -> None:
+        parts = []
+        for game in sorted(running, key=lambda r: r.worker):
+            parts.append(f"{game.key} {game.seconds:.0f}s {game.rss_mb:.0f}MB")
+            # A slow game is named once it passes SLOW_S, and again each time it doubles.
+            if game.seconds >= self.warned.get(game.key, SLOW_S):
+                self.warned[game.key] = 2 * max(game.seconds, SLOW_S)
+                self.bar.console.print(
+                    f"[yellow]slow[/] {game.key}: {game.seconds:.0f}s so far, "
+                    f"{game.rss_mb:.0f} MB (stopped at {self.time_limit:.0f}s)"
+                )
+        self.bar.update(self.task, description="games: " + ", ".join(parts) if parts else "games")
+
+
+def _report_games(maker: CorpusMaker, corpus: Path | None, out: Path, seconds: float) -> None:
+    """What the build made: skipped seeds, memory peaks, failed games (exit 1) or the corpus."""
     manifest = maker.manifest
     used = sum(g.status == "used" for g in manifest.games)
     skipped = [g for g in manifest.games if g.status == "skipped"]
@@ -185,7 +231,7 @@ def make(
     )
     if peaks:
         console.print(f"peak memory per worker: {peaks}")
-    elapsed = f"{time.monotonic() - started:.0f}s"
+    elapsed = f"{seconds:.0f}s"
     if corpus is None:
         for result in maker.failed:
             console.print(

@@ -12,21 +12,21 @@ One episode (DESIGN §1, Algorithm 1 of the paper):
         keep Δ_t until it is resolved; then the belief model's choice, else the earliest open gap
         from the K-th validated transition: health H; trapped -> diagnose, compose C; else release C
 
-The variants share this loop; what each one uses is a fact of `agents.methods.METHODS`: without
+The variants share this loop; what each one uses is a fact of `VARIANT_PARTS` (config.py): without
 consistency (`no_consistency`) the audit and revision are skipped (progress is still judged, by
 the same question), without trapping (`no_trapping`) health and recovery, and with
 `generic_recovery` one generic line replaces the factorized constraint.
 
-`run()` is a short loop over `step()`; everything one episode knows is its `EpisodeState`,
-created by `start()` at the beginning of the episode.
+`run()` is a short loop over `step()`; everything one episode knows is its `EpisodeState`
+(state.py), created by `start()` at the beginning of the episode. The belief's update and
+validation are `BeliefSteps` (belief_steps.py), the active gap, health and recovery
+`TrappingSteps` (trapping.py).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import replace
 
 from pos_agent.agents.base import (
     Decision,
@@ -37,53 +37,18 @@ from pos_agent.agents.base import (
     finish,
     observation_event,
 )
-from pos_agent.agents.methods import METHODS
 from pos_agent.agents.pos import prompts
-from pos_agent.agents.pos.config import PosConfig, RoleModels
-from pos_agent.agents.pos.schemas import BeliefPatch, BeliefRevision, patch_schema, revision_schema
-from pos_agent.belief import (
-    Belief,
-    Gap,
-    PatchOutcome,
-    apply_patch_detailed,
-    focus_keys,
-    render_belief,
-    retain_active_gap,
-    with_first_gap,
-    world_keys,
-)
+from pos_agent.agents.pos.belief_steps import BeliefSteps, patch_ops, render_for
+from pos_agent.agents.pos.config import VARIANT_PARTS, PosConfig, RoleModels
+from pos_agent.agents.pos.state import EpisodeState, StepStart, Validated
+from pos_agent.agents.pos.trapping import TrappingSteps
+from pos_agent.belief import Belief, apply_patch_detailed, world_keys
 from pos_agent.envs import Environment, Observation
-from pos_agent.events import (
-    ActiveGapEvent,
-    BeliefCommitEvent,
-    BeliefInitEvent,
-    BeliefPatchEvent,
-    BeliefRejectEvent,
-    DegradedEvent,
-    HealthEvent,
-    ProgressEvent,
-    RecoveryEvent,
-    RecoveryReleaseEvent,
-    RevisionEvent,
-    Scope,
-)
-from pos_agent.health import (
-    HealthConfig,
-    HealthReport,
-    WindowStep,
-    WorldKeys,
-    assess_window,
-    diagnostic_progress,
-)
-from pos_agent.llm import Message, TokenLedger
-from pos_agent.recovery.constraint import (
-    RecoveryConstraint,
-    allowed_actions,
-    compose_recovery,
-    generic_recovery,
-    should_release,
-)
-from pos_agent.roles.limits import AgentLimits, RoleLimits, paper_generation_tokens
+from pos_agent.events import BeliefCommitEvent, BeliefRejectEvent, RevisionEvent
+from pos_agent.health import WorldKeys
+from pos_agent.llm import TokenLedger
+from pos_agent.recovery.constraint import allowed_actions
+from pos_agent.roles.limits import AgentLimits, paper_generation_tokens
 from pos_agent.roles.schemas import decision_schema
 from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
@@ -91,85 +56,7 @@ from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
 
 
-@dataclass(frozen=True)
-class Validated:
-    """One validated transition in the health window."""
-
-    belief: Belief
-    world: WorldKeys
-    progress: int
-
-
-@dataclass(frozen=True)
-class Update:
-    """The outcome of one transition for the belief: B_t+1 and the progress label u_t+1."""
-
-    belief: Belief
-    """The committed candidate, or B_t kept (stamped with the new step)."""
-    accepted: bool
-    progress: int
-    degraded: bool
-    """A belief or sentinel call gave no usable answer."""
-
-
-@dataclass
-class StepStart:
-    """What one step of the loop knows before it acts."""
-
-    t: int
-    belief: Belief
-    """B_t, the belief the decision is conditioned on."""
-    world: WorldKeys
-    """Record keys of B_t (the state before the action, for static recovery)."""
-    gap: Gap | None
-    """Δ_t, the gap active before the step: progress is judged against it."""
-
-
-@dataclass
-class EpisodeState:
-    """Everything one episode knows, created by `PosAgent.start` when the episode begins."""
-
-    goal: str
-    max_steps: int
-    health: HealthConfig
-    """The health settings, with the environment's task kind."""
-    limits: AgentLimits
-    """Budgets and schema bounds per role (the config's, else each role's model's profile and
-    the paper's budget for this environment)."""
-    transcript: Transcript
-    """What the sentinel may cite: every observation and the trajectory so far."""
-    sentinel: Sentinel
-    observation: Observation
-    """The latest observation."""
-    belief: Belief
-    """B_t, the validated belief."""
-    window: deque[Validated]
-    """The last K validated transitions (the health window)."""
-    transitions: deque[Transition]
-    """The same transitions as the recovery logic reads them."""
-    constraint: RecoveryConstraint | None = None
-    """The recovery constraint while trapped."""
-    episode: Episode = field(default_factory=Episode)
-    t: int = 0
-    """Steps taken."""
-    done: bool = False
-    """The environment ended the episode."""
-
-    @property
-    def diagnostic(self) -> bool:
-        return self.health.task == "diagnosis"
-
-    @property
-    def preferred_gap(self) -> Literal["epistemic", "achievement"]:
-        return "epistemic" if self.diagnostic else "achievement"
-
-    @property
-    def over(self) -> bool:
-        """The environment ended the episode, or the step budget is spent."""
-        return self.done or self.t >= self.max_steps
-
-
-class PosAgent:
+class PosAgent(BeliefSteps, TrappingSteps):
     """The belief-state agent with sentinel validation and trapping recovery."""
 
     def __init__(
@@ -183,7 +70,7 @@ class PosAgent:
     ) -> None:
         self.models = models
         self.config = config or PosConfig()
-        self.method = METHODS[self.config.variant]
+        self.parts = VARIANT_PARTS[self.config.variant]
         self.name: str = self.config.variant
         self.ledger = ledger or TokenLedger()
         self.call = RoleCaller(self.ledger, trace)
@@ -261,7 +148,7 @@ class PosAgent:
         state.window.append(Validated(state.belief, world_keys(state.belief), update.progress))
 
         report = None
-        if self.method.uses_trapping and len(state.window) >= state.health.window:
+        if self.parts.uses_trapping and len(state.window) >= state.health.window:
             report = self.assess(state.window, state.belief, state.health)
             state.constraint = self.recover(state, report)
         if cfg.global_audit_every and (t + 1) % cfg.global_audit_every == 0:
@@ -277,181 +164,22 @@ class PosAgent:
             degraded=degraded,
         )
 
-    # -- belief initialization and update ------------------------------------------------------
-
-    def _belief_patch(
-        self,
-        state: EpisodeState,
-        messages: Sequence[Message],
-        *,
-        step: int,
-        purpose: str,
-        initial: bool = False,
-        schema: type[BeliefPatch] | None = None,
-    ) -> BeliefPatch | None:
-        """One belief-model call answering with a patch (None: the call degraded)."""
-        return self.call(
-            "belief",
-            self.models.belief,
-            messages,
-            schema or patch_schema(state.limits.belief.bounds, initial=initial),
-            step=step,
-            max_tokens=state.limits.belief.max_tokens,
-            purpose=purpose,
-        )
-
-    def initialize(self, state: EpisodeState) -> Belief:
-        patch = self._belief_patch(
-            state,
-            prompts.belief_init(
-                state.goal,
-                state.observation.text,
-                diagnostic=state.diagnostic,
-                note=state.limits.belief.patch_note,
-            ),
-            step=0,
-            purpose="init",
-            initial=True,
-        )
-        ops = _ops(patch)
-        outcome = apply_patch_detailed(
-            Belief(goal=state.goal, step=0), ops, checked=self.method.uses_consistency
-        )
-        belief = with_first_gap(outcome.belief, state.preferred_gap)
-        self.call.emit(
-            BeliefInitEvent(
-                step=0,
-                ops=ops,
-                rejected=[r.to_dict() for r in outcome.rejected],
-                belief=belief.to_dict(),
-                degraded=patch is None,
-            )
-        )
-        return belief
-
-    def update(self, state: EpisodeState, turn: StepStart, step: Transition) -> Update:
-        """B_t+1 and u_t+1 for one transition."""
-        base = turn.belief.at_step(step.step)
-        patch = self._belief_patch(
-            state,
-            prompts.belief_update(
-                _render(turn.belief, state.limits.belief),
-                step,
-                diagnostic=state.diagnostic,
-                note=state.limits.belief.patch_note,
-            ),
-            step=step.step,
-            purpose="update",
-        )
-        if patch is None:
-            self.call.emit(
-                DegradedEvent(step=step.step, role="belief", fallback="keep previous belief")
-            )
-        ops = _ops(patch)
-        # Without consistency verification only the schema is checked (`checked=False`).
-        candidate = apply_patch_detailed(base, ops, checked=self.method.uses_consistency)
-        self._trace_patch(BeliefPatchEvent, step.step, ops, candidate)
-
-        judge = state.health.task == "execution"
-        if not self.method.uses_consistency:
-            self.call.emit(BeliefCommitEvent(step=step.step, audited=False))
-            # The progress call the paper's -CV still makes, on every task (its Table 2 counts
-            # sentinel tokens for -CV on RCA); on diagnosis tasks Eq. 4 gives the label below.
-            verdict = state.sentinel.judge_progress(candidate, step, turn.gap, before=base)
-            update = Update(
-                candidate.belief,
-                accepted=True,
-                progress=verdict.progress if judge else 0,
-                degraded=verdict.failed,
-            )
-        else:
-            update = self.validate(state, base, ops, candidate, step, turn.gap, judge)
-        d = None
-        progress = update.progress
-        if state.health.task == "diagnosis":
-            d, progress = diagnostic_progress(
-                _confidences(base), _confidences(update.belief), state.health.eps_diag
-            )
-        if not update.accepted:
-            progress = 0  # the belief did not move
-        if state.observation.success:
-            progress = 1
-        self.call.emit(
-            ProgressEvent(
-                step=step.step,
-                label=progress,
-                accepted=update.accepted,
-                d=d,
-                gap=turn.gap.id if turn.gap else None,
-            )
-        )
-        return replace(update, progress=progress, degraded=update.degraded or patch is None)
-
-    def validate(
-        self,
-        state: EpisodeState,
-        base: Belief,
-        ops: list[Any],
-        candidate: PatchOutcome,
-        step: Transition,
-        gap: Gap | None,
-        judge: bool,
-    ) -> Update:
-        """Rules, then the LLM audit; one revision (the belief model gets its patch, the
-        findings and the evidence, and may answer an audit finding with evidence instead of
-        complying); one re-check; else keep the previous belief (DESIGN §3.3)."""
-        sentinel = state.sentinel
-        verdict = sentinel.check(candidate, ops, step, gap, before=base, judge=judge)
-        if not verdict.findings:
-            self.call.emit(BeliefCommitEvent(step=step.step))
-            return Update(candidate.belief, True, verdict.progress, verdict.failed)
-        revision = self._belief_patch(
-            state,
-            prompts.belief_revision(
-                _render(base, state.limits.belief),
-                step,
-                ops,
-                verdict.findings,
-                sentinel.evidence(verdict.findings, step),
-                diagnostic=state.diagnostic,
-                note=state.limits.belief.patch_note,
-            ),
-            step=step.step,
-            purpose="revision",
-            schema=revision_schema(state.limits.belief.bounds),
-        )
-        if revision is None:
-            self.call.emit(
-                BeliefRejectEvent(step=step.step, findings=verdict.findings, reason="no revision")
-            )
-            return Update(base, False, 0, degraded=True)
-        revised_ops = _ops(revision)
-        revised = apply_patch_detailed(base, revised_ops)
-        self._trace_patch(RevisionEvent, step.step, revised_ops, revised)
-        answers = revision.answers if isinstance(revision, BeliefRevision) else []
-        contested = sentinel.answered(verdict, answers)
-        recheck = sentinel.check(
-            revised, revised_ops, step, gap, before=base, judge=judge, contested=contested
-        )
-        failed = verdict.failed or recheck.failed
-        if recheck.findings:
-            self.call.emit(BeliefRejectEvent(step=step.step, findings=recheck.findings))
-            return Update(base, False, 0, failed)
-        self.call.emit(BeliefCommitEvent(step=step.step, revised=True))
-        return Update(revised.belief, True, recheck.progress, failed)
+    # -- the global audit ----------------------------------------------------------------------
 
     def global_audit(self, state: EpisodeState, step: int) -> Belief:
         """Every N steps: the whole belief against a compact trajectory; fix what is supported."""
         belief = state.belief
-        if not self.method.uses_consistency:
+        if not self.parts.uses_consistency:
             return belief
-        issues = state.sentinel.global_audit(belief, _render(belief, state.limits.sentinel), step)
+        issues = state.sentinel.global_audit(
+            belief, render_for(belief, state.limits.sentinel), step
+        )
         if not issues:
             return belief
         fix = self._belief_patch(
             state,
             prompts.global_revision(
-                _render(belief, state.limits.belief),
+                render_for(belief, state.limits.belief),
                 [issue_text(i) for i in issues],
                 diagnostic=state.diagnostic,
                 note=state.limits.belief.patch_note,
@@ -459,7 +187,7 @@ class PosAgent:
             step=step,
             purpose="global_revision",
         )
-        ops = _ops(fix)
+        ops = patch_ops(fix)
         outcome = apply_patch_detailed(belief, ops)
         self._trace_patch(RevisionEvent, step, ops, outcome, scope="global")
         observations = state.transcript.observations
@@ -488,7 +216,7 @@ class PosAgent:
             self.models.policy,
             prompts.policy(
                 state.goal,
-                _render(turn.belief, limits),
+                render_for(turn.belief, limits),
                 Transition(turn.t, last_action, observation.text),
                 admissible,
                 shown,
@@ -507,88 +235,6 @@ class PosAgent:
         )
         recent = [s.action for s in steps[-2:]]
         return self.call.settle_action(answer, observation, admissible, recent, turn.t)
-
-    # -- active gap, health, recovery ----------------------------------------------------------
-
-    def keep_active_gap(
-        self,
-        before: Gap | None,
-        belief: Belief,
-        constraint: RecoveryConstraint | None,
-        *,
-        prefer: Literal["epistemic", "achievement"],
-    ) -> Belief:
-        """The active gap is retained until resolved (`retain_active_gap`); under a recovery
-        constraint the constraint's gap is held the same way."""
-        pinned = constraint.active_gap_id if constraint else None
-        held = pinned or (before.id if before else None)
-        choice = retain_active_gap(belief, held, prefer=prefer, pinned=pinned is not None)
-        if choice.changed:
-            self.call.emit(
-                ActiveGapEvent(
-                    step=belief.step,
-                    previous=choice.previous,
-                    active=choice.belief.active_gap_id,
-                    reason=choice.reason,
-                    requested=choice.requested,
-                )
-            )
-        return choice.belief
-
-    def assess(
-        self, window: Sequence[Validated], belief: Belief, cfg: HealthConfig
-    ) -> HealthReport:
-        """Health of the window, every past world projected onto the *current* active gap."""
-        gap = belief.active_gap
-        steps = [
-            WindowStep(
-                world=v.world,
-                focus=focus_keys(v.belief, gap),
-                epistemic=v.belief.open_gap_ids("epistemic"),
-                achievement=v.belief.open_gap_ids("achievement"),
-                progress=v.progress,
-            )
-            for v in window
-        ]
-        report = assess_window(steps, cfg)
-        self.call.emit(
-            HealthEvent(
-                step=belief.step,
-                active_gap=gap.id if gap else None,
-                theta_h=cfg.theta_h,
-                **report.to_dict(),
-            )
-        )
-        return report
-
-    def recover(self, state: EpisodeState, report: HealthReport) -> RecoveryConstraint | None:
-        """Compose (or refresh) the constraint while trapped; release it once H > theta_H."""
-        latest, constraint, episode = state.window[-1], state.constraint, state.episode
-        belief = latest.belief
-        if report.trapped:
-            episode.trapped_steps += 1
-            episode.patterns[report.pattern or "none"] += 1
-            if self.method.generic_recovery:
-                new = generic_recovery(report, belief)
-            else:
-                new = compose_recovery(
-                    report,
-                    state.transitions,
-                    belief,
-                    current_state=latest.world,
-                    eps_w=state.health.eps_w,
-                    max_recent=self.config.max_recent,
-                )
-            if constraint is None:
-                episode.recoveries += 1
-            self.call.emit(
-                RecoveryEvent(step=belief.step, refreshed=constraint is not None, **new.to_dict())
-            )
-            return new
-        if constraint is not None and should_release(report, state.health):
-            self.call.emit(RecoveryReleaseEvent(step=belief.step, health=report.health))
-            return None
-        return constraint
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -609,41 +255,3 @@ class PosAgent:
         latest = state.window[-1] if state.window else None
         belief = state.belief
         return latest.world if latest and latest.belief is belief else world_keys(belief)
-
-    def _trace_patch(
-        self,
-        kind: type[BeliefPatchEvent] | type[RevisionEvent],
-        step: int,
-        ops: list[Any],
-        outcome: PatchOutcome,
-        *,
-        scope: Scope = "local",
-    ) -> None:
-        self.call.emit(
-            kind(
-                step=step,
-                ops=ops,
-                applied=outcome.applied,
-                rejected=[r.to_dict() for r in outcome.rejected],
-                changed=sorted(outcome.changed),
-                scope=scope,
-            )
-        )
-
-
-def _render(belief: Belief, limits: RoleLimits) -> str:
-    return render_belief(belief, max_entities=limits.render_entities)
-
-
-def _ops(patch: BeliefPatch | None) -> list[Any]:
-    """The patch as plain JSON ops (unset fields dropped), or nothing."""
-    if patch is None:
-        return []
-    return [op.model_dump(exclude_none=True) for op in patch.ops]
-
-
-def _confidences(belief: Belief) -> dict[str, float]:
-    """Confidences of inferred states and relations: the hypotheses Eq. 4 tracks."""
-    out = {s.id: s.confidence for s in belief.states.values() if s.source == "inferred"}
-    out.update({r.id: r.confidence for r in belief.relations.values() if r.source == "inferred"})
-    return out

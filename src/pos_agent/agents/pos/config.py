@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -12,6 +13,29 @@ from pos_agent.roles.limits import AgentLimits, AuditClips
 
 Variant = Literal["pos", "no_consistency", "no_trapping", "generic_recovery"]
 VARIANTS: tuple[Variant, ...] = ("pos", "no_consistency", "no_trapping", "generic_recovery")
+
+
+@dataclass(frozen=True)
+class VariantParts:
+    """Which parts of the loop a variant uses (the method table, `agents.methods.METHODS`,
+    lists them for each PoS method)."""
+
+    uses_consistency: bool = False
+    """The sentinel's LLM audit, the revision and the global audit (no_consistency: off)."""
+    uses_trapping: bool = False
+    """The health check and recovery (no_trapping: off)."""
+    generic_recovery: bool = False
+    """One generic "you seem stuck" line instead of the factorized constraint."""
+
+
+VARIANT_PARTS: Mapping[Variant, VariantParts] = {
+    "pos": VariantParts(uses_consistency=True, uses_trapping=True),
+    "no_consistency": VariantParts(uses_trapping=True),
+    "no_trapping": VariantParts(uses_consistency=True),
+    "generic_recovery": VariantParts(
+        uses_consistency=True, uses_trapping=True, generic_recovery=True
+    ),
+}
 
 
 @dataclass

@@ -25,6 +25,8 @@ case's environment set-up and its processes are its own, closed when the case en
   warns about a node whose raylet runs without them.
 - `--model-concurrency` and `--model-rpm` are enforced by one actor for the whole cluster
   (llm/_ratelimit.py), which also pauses every request to a model after its 429's Retry-After.
+
+Connecting to the cluster, or starting a Ray for the run, is ray_cluster.py.
 """
 
 from __future__ import annotations
@@ -34,47 +36,40 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pos_agent.bench import signals, workers
-from pos_agent.bench.case import CaseSpec, RecordError, default_loader
-from pos_agent.bench.locks import FileLock, LockHeld
-from pos_agent.bench.recorder import DISK_FULL
-from pos_agent.bench.runner import (
+from pos_agent.bench.case import CaseSpec, RecordError
+from pos_agent.bench.config import BenchConfig
+from pos_agent.bench.executors.base import (
     POLL_S,
     STOP_GRACE_S,
-    BenchConfig,
+    CaseQueue,
     Deliver,
-    _Queue,
-    _stand_in,
     case_dir,
+    stand_in,
     write_stand_in,
 )
-from pos_agent.llm import ModelOptions
+from pos_agent.bench.executors.ray_cluster import (
+    CLEANUP_VARIABLES,
+    RayUnavailableError,
+    connected,
+    raylet_cleans_up,
+)
+from pos_agent.bench.locks import FileLock, LockHeld
+from pos_agent.bench.recorder import DISK_FULL
 from pos_agent.llm._ratelimit import Gate, RateLimits, install
 from pos_agent.trace import CaseResult, Status
 
 logger = logging.getLogger(__name__)
 
-CLEANUP_VARIABLES = {
-    "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
-    "RAY_process_group_cleanup_enabled": "true",
-}
-LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # records are small; the default takes 30% of RAM
 SKIPPED_FILES = {".lock"}
 START_TIMEOUT_S = 600.0  # how long the run waits for a first case runner to start
-
-
-class RayUnavailableError(ValueError):
-    """Ray is not installed, or the cluster cannot be reached; nothing ran."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +93,7 @@ class _CaseRunner:
     """One Ray actor: plays one case at a time in a scratch folder on its node."""
 
     def __init__(self, model_options: dict[str, Any], limiter: Any = None) -> None:
-        workers._STATE.options = ModelOptions(**model_options)
-        workers._STATE.load = default_loader(workers._STATE.options)
+        workers.prepare_models(model_options)
         if limiter is not None:
             install(_ClusterLimiter(limiter))
 
@@ -162,18 +156,6 @@ class _ClusterLimiter:
         self.actor.give.remote(lease, status, retry_after_s)
 
 
-def raylet_cleans_up() -> bool:
-    """True when this worker's raylet (its parent) kills the processes a worker leaves."""
-    try:
-        raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
-    except OSError:
-        return False
-    environment = dict(
-        item.split("=", 1) for item in raw.decode("utf-8", "replace").split("\0") if "=" in item
-    )
-    return any(environment.get(name, "").lower() in ("1", "true") for name in CLEANUP_VARIABLES)
-
-
 def collect_records(folder: Path) -> dict[str, bytes]:
     """The files at the top of a case folder (its records), without the lock file; the
     environment's own working folders stay on the node."""
@@ -215,102 +197,7 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
 # -- the driver -------------------------------------------------------------------------------
 
 
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailableError(
-            "--executor ray needs Ray: install the extra, pip install 'pos-agent[ray]'"
-        ) from None
-    return ray
-
-
-@contextlib.contextmanager
-def connected(address: str | None) -> Any:
-    """Ray, connected to `address`, or to a Ray started here for the run (stopped after); a
-    connection this process has already is used as it is (and left open)."""
-    ray = _ray()
-    if ray.is_initialized():  # a program that embeds the bench and runs Ray already
-        yield ray
-        return
-    variables = {"RAY_DISABLE_USAGE_STATS": "1"}
-    if address is None:
-        variables.update(CLEANUP_VARIABLES)  # for the raylet started here, which inherits them
-        kwargs: dict[str, Any] = {
-            "include_dashboard": False,
-            "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
-            "_node_ip_address": "127.0.0.1",  # a Ray for this run only: nothing listens outside
-        }
-    else:
-        kwargs = {"address": address}
-    reaper = _start_reaper() if address is None else None
-    environment = dict(os.environ)  # ray.init sets variables of its own: put back after
-    try:
-        main = threading.current_thread() is threading.main_thread()
-        sigterm = signal.getsignal(signal.SIGTERM) if main else None
-        sigchld = signal.getsignal(signal.SIGCHLD) if main else None
-        try:
-            with _environment(variables):
-                ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
-            if main:
-                # ray.init makes SIGTERM a plain sys.exit; it takes Ctrl-C's path (signals.py)
-                signal.signal(signal.SIGTERM, sigterm)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = address or "a Ray started for this run"
-            raise RayUnavailableError(f"cannot use {where}: {exc}") from None
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-            if main and sigchld is not None:
-                # A Ray started here ignores SIGCHLD, which would also hide the exit status
-                # of every later child of this process (and of this process's own children).
-                signal.signal(signal.SIGCHLD, sigchld)
-    finally:
-        if reaper is not None:
-            _stop_reaper(reaper)
-        for name in set(os.environ) - set(environment):
-            os.environ.pop(name, None)
-        os.environ.update(environment)
-
-
-def _start_reaper() -> subprocess.Popen[bytes] | None:
-    """The watchdog that ends a Ray started here if this process is killed (_reaper.py)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    script = Path(__file__).with_name("_reaper.py")
-    return subprocess.Popen(
-        [sys.executable, str(script), str(os.getpid())],
-        stdin=subprocess.PIPE,
-        start_new_session=True,  # out of reach of the terminal's Ctrl-C
-    )
-
-
-def _stop_reaper(reaper: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        assert reaper.stdin is not None
-        reaper.stdin.write(b"done")
-        reaper.stdin.close()
-    try:
-        reaper.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        reaper.kill()
-        reaper.wait()
-
-
-@contextlib.contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    """These variables (unless set already) while Ray starts its processes, then as before."""
-    added = {name: value for name, value in variables.items() if name not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-
-
-def execute_on_ray(queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
+def execute_on_ray(queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     """Play the queue's cases on Ray actors (see the module's docstring)."""
     with connected(config.ray_address) as ray:
         pool = _ActorPool(ray, config)
@@ -407,7 +294,7 @@ def worker_options_of(config: BenchConfig) -> dict[str, Any]:
     return dict(config.model_options)
 
 
-def _drive(pool: _ActorPool, queue: _Queue, config: BenchConfig, deliver: Deliver) -> None:
+def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     ray = pool.ray
     while queue or pool.running:
         signals.check()
@@ -445,11 +332,8 @@ def _drive(pool: _ActorPool, queue: _Queue, config: BenchConfig, deliver: Delive
                 pool.grow()
             else:
                 pool.idle.append(running.actor)
-            if result is None:
-                continue
-            if queue.retry(result, running.spec, wait=not lost):
-                continue
-            deliver(result)
+            if result is not None:
+                queue.settle(result, running.spec, deliver, wait=not lost)
 
 
 def _pause(seconds: float) -> None:
@@ -495,7 +379,7 @@ def _land(shipped: Shipped, spec: CaseSpec, config: BenchConfig) -> CaseResult |
     try:
         land(shipped.files, case_dir(config.run_dir, spec))
     except LockHeld:
-        return _stand_in(
+        return stand_in(
             spec,
             name,
             "infra_error",
@@ -508,7 +392,7 @@ def _land(shipped: Shipped, spec: CaseSpec, config: BenchConfig) -> CaseResult |
 
 def _record_stand_in(spec: CaseSpec, config: BenchConfig, status: Status, error: str) -> CaseResult:
     """A result written by the driver for a case whose actor gave none."""
-    result = _stand_in(spec, config.run_dir.name, status, error)
+    result = stand_in(spec, config.run_dir.name, status, error)
     folder = case_dir(config.run_dir, spec)
     try:
         folder.mkdir(parents=True, exist_ok=True)

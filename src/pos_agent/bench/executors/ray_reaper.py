@@ -1,7 +1,7 @@
 """A watchdog for a Ray started by `pos bench` itself: it ends that Ray if `pos bench` is killed.
 
 Run as a script (standard library only, so it starts in milliseconds):
-`python _reaper.py DRIVER_PID`, with its stdin the read end of a pipe only the driver writes.
+`python ray_reaper.py DRIVER_PID`, with its stdin the read end of a pipe only the driver writes.
 
 Ray's processes started by `ray.init()` mostly die with the driver, but not all: after a
 `kill -9` of the driver its dashboard and runtime-env agents were seen living on, orphaned.

@@ -1,0 +1,63 @@
+"""How `pos serve` runs: `ServeConfig`, its policies, and where the session traces go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pos_agent.health.window import Diagnosis
+from pos_agent.monitor import TrapMonitor
+from pos_agent.serve.parsers import DEFAULT_PARSERS, StepParser
+
+__all__ = ["NOTE_PREFIX", "POLICIES", "Policy", "ServeConfig", "default_trace_dir"]
+
+Policy = Literal["observe", "nudge", "block"]
+POLICIES: tuple[Policy, ...] = ("observe", "nudge", "block")
+NOTE_PREFIX = "[PoS monitor]"
+"""How every note and refusal the proxy writes starts, so the agent (and a test) can tell it."""
+GOAL_CHARS = 500
+"""The first user message, clipped, is the session's goal (the monitor's and the belief's)."""
+
+
+def default_trace_dir() -> Path:
+    """`runs/serve-<UTC time>`: one folder per proxy start, one sub-folder per session."""
+    return Path("runs") / f"serve-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+
+
+@dataclass
+class ServeConfig:
+    """How `pos serve` runs. The defaults are what `pos serve --upstream URL` uses."""
+
+    upstream: str
+    """The OpenAI-compatible base URL, e.g. `http://127.0.0.1:8080/v1`."""
+    policy: Policy = "observe"
+    """`observe` changes nothing; `nudge` adds the monitor's note to the request; `block` also
+    answers a forbidden repeated call with a refusal."""
+    health: Diagnosis = "improved"
+    """The monitor's diagnosis: `improved` or `paper` (Eq. 5-6)."""
+    belief_model: str | None = None
+    """A `--model` spec: keep a PoS belief per session and give it to the monitor."""
+    show_belief: bool = False
+    """In belief mode, also show the agent its current belief (a note at the end)."""
+    trace_dir: Path | None = None
+    """Where each session writes `<session>/events.jsonl`; None: no traces."""
+    max_sessions: int = 1024
+    ttl_s: float = 3600.0
+    timeout_s: float = 600.0
+    """Upstream timeout per request (a local model can take minutes)."""
+    note_role: Literal["user", "system"] = "user"
+    """The role of the note message the proxy adds (some chat templates refuse a late system)."""
+    parsers: Sequence[StepParser] = DEFAULT_PARSERS
+    monitor_factory: Callable[[str], TrapMonitor] | None = None
+    """Builds a session's monitor from its goal (default: `TrapMonitor(goal, health=...)`)."""
+    belief_model_factory: Callable[[], Any] | None = None
+    """Builds the belief model (default: `load_model(belief_model)`)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        self.upstream = self.upstream.rstrip("/")

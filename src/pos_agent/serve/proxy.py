@@ -1,0 +1,274 @@
+"""The proxy's state: the upstream client, the sessions with their monitors, and the belief
+model. `Proxy.verdict` gives a request's new steps to its session's monitor; it never raises
+(fail open: the error is logged and traced, and the request goes on as it came)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from pos_agent.events import DegradedEvent, Event
+from pos_agent.monitor import Advice, TrapMonitor, canonical_action
+from pos_agent.serve.config import GOAL_CHARS, NOTE_PREFIX, ServeConfig
+from pos_agent.serve.parsers import Step, StepParser, message_text, parse_history
+from pos_agent.serve.policy import Verdict
+from pos_agent.serve.sessions import SESSION_HEADER, Note, Session, SessionStore, session_id
+from pos_agent.serve.traces import SessionTrace, step_events
+
+__all__ = ["HOP_HEADERS", "Proxy"]
+
+log = logging.getLogger("pos_agent.serve")
+
+# Headers that belong to one hop (RFC 9110 7.6.1) or that httpx sets itself; never forwarded.
+HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+
+
+class Proxy:
+    """The proxy's state: the upstream client, the sessions, the belief model."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.store = SessionStore(
+            max_sessions=config.max_sessions, ttl_s=config.ttl_s, on_evict=self._closed
+        )
+        self.client: httpx.AsyncClient | None = None
+        self.belief_model: Any = None
+        self._belief_pool: ThreadPoolExecutor | None = None
+        self.started = time.monotonic()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        timeout = httpx.Timeout(self.config.timeout_s, connect=10.0)
+        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        self.client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        if self.config.belief_model is not None:
+            factory = self.config.belief_model_factory
+            if factory is None:
+                from pos_agent.llm import load_model
+
+                spec = self.config.belief_model
+                self.belief_model = load_model(spec)
+            else:
+                self.belief_model = factory()
+            # One worker: the belief model (the embedded one above all) takes one call at a time.
+            self._belief_pool = ThreadPoolExecutor(1, thread_name_prefix="pos-belief")
+
+    async def stop(self) -> None:
+        self.store.close()
+        if self.client is not None:
+            await self.client.aclose()
+        if self._belief_pool is not None:
+            self._belief_pool.shutdown(wait=False, cancel_futures=True)
+
+    def _closed(self, session: Session, reason: str) -> None:
+        if session.trace is not None:
+            try:
+                session.trace.end(reason)
+            except OSError:
+                log.exception("could not close the trace of session %s", session.id)
+
+    # -- sessions and the monitor ------------------------------------------------------------------
+
+    def _new_session(self, goal: str, model: str | None) -> Callable[[str], Session]:
+        def new(key: str) -> Session:
+            factory = self.config.monitor_factory
+            monitor = (
+                factory(goal) if factory else TrapMonitor(goal or None, health=self.config.health)
+            )
+            session = Session(key, monitor)
+            if self.config.trace_dir is not None:
+                session.trace = SessionTrace(self.config.trace_dir / key)
+                session.trace.start(key, self.config.upstream, self._settings(), model)
+            if self.belief_model is not None:
+                from pos_agent.serve.belief import BeliefTracker, belief_limits
+
+                spec = self.config.belief_model or ""
+                session.belief = BeliefTracker(self.belief_model, goal, belief_limits(spec))
+            return session
+
+        return new
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "policy": self.config.policy,
+            "health": self.config.health,
+            "belief_model": self.config.belief_model,
+            **self.config.settings,
+        }
+
+    async def verdict(
+        self, headers: Mapping[str, str], messages: list[Any], model: object = None
+    ) -> Verdict:
+        """Give the history's new steps to the session's monitor; never raises. `model` is the
+        model the request names (recorded in a new session's trace)."""
+        key = session_id(headers.get(SESSION_HEADER), messages)
+        try:
+            goal = _goal(messages)
+            named = model if isinstance(model, str) else None
+            session = self.store.get(key, self._new_session(goal, named))
+        except Exception:
+            log.exception("session %s could not be opened; request forwarded unchanged", key)
+            return Verdict(None, key, failed=True)
+        async with session.lock:
+            session.requests += 1
+            try:
+                return await self._observe(session, messages)
+            except Exception:
+                session.errors += 1
+                log.exception("the monitor failed on session %s; request forwarded unchanged", key)
+                if session.trace is not None:
+                    with contextlib.suppress(Exception):
+                        session.trace.emit(
+                            [
+                                DegradedEvent(
+                                    step=session.steps,
+                                    role="monitor",
+                                    reason="the monitor raised",
+                                    fallback="fail open",
+                                )
+                            ]
+                        )
+                return Verdict(session.report, key, failed=True)
+
+    def _new_steps(self, session: Session, messages: list[Any]) -> list[Step]:
+        """The steps of the history the session has not seen. When the message that ended the
+        last seen step is still where it was, only what follows it is parsed (by the parser
+        that read the session so far); else the whole history is, and a history that no longer
+        holds the last seen step starts the session again."""
+        end = session.last_end
+        if (
+            end is not None
+            and end < len(messages)
+            and messages[end] == session.last_end_message
+            and (parser := self._parser(session.format)) is not None
+        ):
+            tail = parser.steps(messages[end + 1 :])
+            return [replace(step, end=step.end + end + 1) for step in tail]
+        steps, format_name = parse_history(messages, self.config.parsers)
+        if format_name is not None:
+            session.format = format_name
+        if session.steps and (
+            len(steps) < session.steps
+            or _step_key(steps[session.steps - 1]) != session.last_step_key
+        ):
+            self._restart(session)
+        return steps[session.steps :]
+
+    def _parser(self, name: str | None) -> StepParser | None:
+        return next((p for p in self.config.parsers if p.name == name), None)
+
+    async def _observe(self, session: Session, messages: list[Any]) -> Verdict:
+        new = self._new_steps(session, messages)
+        events: list[Event] = []
+        degraded = False
+        monitor = session.monitor
+        for step in new:
+            action = canonical_action(step.action, monitor.normalise).text
+            belief = None
+            if session.belief is not None:
+                belief, belief_events = await self._believe(session, monitor.step + 1, action, step)
+                events += belief_events
+                degraded = degraded or belief is None
+            observed = monitor.observe(step.action, step.observation, belief)
+            session.report = observed
+            session.steps += 1
+            session.last_step_key = _step_key(step)
+            session.last_end, session.last_end_message = step.end, messages[step.end]
+            events += step_events(action, step.observation, observed)
+            text = observed.advice.text
+            if self.config.policy != "observe" and text:
+                label = "Stop now." if observed.advice.kind == "stop" else "Note:"
+                session.notes.append(Note(step.end, f"{NOTE_PREFIX} {label} {text}"))
+        if session.trace is not None and events:
+            session.trace.emit(events)
+        report = session.report
+        forbidden: frozenset[str] = frozenset()
+        if self.config.policy == "block" and report is not None and report.trapped:
+            forbidden = frozenset(
+                canonical_action(a, monitor.normalise).key for a in report.forbidden_actions
+            )
+        extra = None
+        if self.config.show_belief and session.belief is not None:
+            shown = session.belief.render()
+            extra = f"{NOTE_PREFIX} Your belief so far:\n{shown}" if shown else None
+        if not new and report is not None:
+            # No new step in this request: the standing verdict, with nothing new to do.
+            report = replace(report, advice=Advice("none", level=report.escalation))
+        return Verdict(
+            report, session.id, tuple(session.notes), forbidden, degraded=degraded, extra_note=extra
+        )
+
+    async def _believe(
+        self, session: Session, step: int, action: str, observed: Step
+    ) -> tuple[Any, list[Event]]:
+        loop = asyncio.get_running_loop()
+        tracker = session.belief
+        return await loop.run_in_executor(
+            self._belief_pool, tracker.observe, step, action, observed.observation
+        )
+
+    def _restart(self, session: Session) -> None:
+        """The history no longer holds what the monitor saw: start the session's episode again."""
+        session.monitor.reset()
+        session.steps = 0
+        session.last_step_key = None
+        session.last_end = session.last_end_message = None
+        session.report = None
+        session.notes.clear()
+        if session.belief is not None:
+            session.belief.belief = None
+        if session.trace is not None:
+            session.trace.emit(
+                [DegradedEvent(role="monitor", reason="history rewritten", fallback="restarted")]
+            )
+
+    # -- forwarding --------------------------------------------------------------------------------
+
+    def upstream_url(self, path: str, query: str) -> str:
+        rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
+        url = f"{self.config.upstream}{rest}"
+        return f"{url}?{query}" if query else url
+
+    @staticmethod
+    def forward_headers(headers: Mapping[str, str]) -> dict[str, str]:
+        # accept-encoding is dropped so that the answer comes as plain text we can read.
+        return {
+            k: v
+            for k, v in headers.items()
+            if k.lower() not in HOP_HEADERS
+            and k.lower() != "accept-encoding"
+            and not k.lower().startswith("x-pos-")
+        }
+
+
+def _goal(messages: Sequence[Any]) -> str:
+    for message in messages:
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            return message_text(message)[:GOAL_CHARS]
+    return ""
+
+
+def _step_key(step: Step) -> int:
+    return hash((repr(step.action), step.observation))

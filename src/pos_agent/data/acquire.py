@@ -136,7 +136,9 @@ def open_pinned(
         path = local_path_of(origin) if origin and is_url(origin) else None
         if origin is None or (is_url(origin) and path is None):
             url = origin or pinned.archive_url
-            archive = downloads_dir() / f"{pinned.repository.replace('/', '+')}-{pinned.commit}.tar.gz"
+            archive = (
+                downloads_dir() / f"{pinned.repository.replace('/', '+')}-{pinned.commit}.tar.gz"
+            )
             record["archive_sha256"] = download(
                 url, archive, sha256=pinned.archive_sha256, progress=progress
             )
@@ -154,7 +156,9 @@ def open_pinned(
                     "an unpacked or packed archive, or a file:// URL)."
                 )
         if progress:
-            progress(f"checking {tree.description} against {pinned.repository}@{pinned.commit[:12]}")
+            progress(
+                f"checking {tree.description} against {pinned.repository}@{pinned.commit[:12]}"
+            )
         tree.check_pins(pinned.pins)
         yield tree, record
 

@@ -71,7 +71,9 @@ def read_case(tree: SourceTree, case_id: str) -> dict[str, Any]:
         try:
             record[section] = unwrap(json.loads(raw.decode("utf-8")))
         except (UnicodeDecodeError, ValueError) as exc:
-            raise DataError(f"{FOLDER}/{case_id}/{section}.json is not valid JSON ({exc}).") from exc
+            raise DataError(
+                f"{FOLDER}/{case_id}/{section}.json is not valid JSON ({exc})."
+            ) from exc
     missing = [section for section in REQUIRED if section not in record]
     if missing:
         raise DataError(f"{FOLDER}/{case_id} has no {', '.join(missing)}.json.")
@@ -98,11 +100,11 @@ def pack(tree: SourceTree, out: Path, common: list[str]) -> dict[str, int]:
     return {"cases": len(case_ids), "common": len(common_set), "rare_named": rare}
 
 
-def _readme(counts: dict[str, int]) -> str:
+def _readme(counts: dict[str, int], pinned: Pinned) -> str:
     return f"""# ClinDiag cases (packed by `pos data get clindiag`)
 
-{counts["cases"]} clinical diagnosis cases from ClinDiag (github.com/{PINNED.repository}, folder
-`{FOLDER}/` at commit {PINNED.commit}, Apache-2.0: see LICENSE), one case per line in `{JSONL}`
+{counts["cases"]} clinical diagnosis cases from ClinDiag (github.com/{pinned.repository}, folder
+`{FOLDER}/` at commit {pinned.commit}, Apache-2.0: see LICENSE), one case per line in `{JSONL}`
 (sorted by case id): `case_id`, `in_paper_common_sample`, then the seven upstream files of the
 case folder, each unwrapped from its one key. `diagnosis` is the answer key: never show it to an
 agent.
@@ -117,7 +119,9 @@ agent.
 """
 
 
-def build(tree: SourceTree, work: Path, manifest: Manifest) -> None:
+def build(
+    tree: SourceTree, pinned: Pinned, work: Path, manifest: Manifest, progress: object = None
+) -> None:
     """Prepare the ClinDiag folder in `work` from the pinned upstream tree."""
     common = paper_common_ids()
     counts = pack(tree, work / JSONL, common)
@@ -125,7 +129,7 @@ def build(tree: SourceTree, work: Path, manifest: Manifest) -> None:
     license_text = tree.read("LICENSE")
     if license_text is not None:
         (work / "LICENSE").write_bytes(license_text)
-    (work / "README.md").write_text(_readme(counts), "utf-8")
+    (work / "README.md").write_text(_readme(counts, pinned), "utf-8")
     manifest.notes.append(
         f"{counts['cases']} cases; {counts['common']} marked as the paper's Common half; "
         f"{counts['rare_named']} named rare* (ClinDiag's Rare Disease subset; not confirmed as "

@@ -53,7 +53,7 @@ def download(
     say = progress or (lambda _message: None)
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response, part.open("wb") as out:  # noqa: S310 - http(s) or file URLs by design
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response, part.open("wb") as out:
             announced = response.headers.get("Content-Length")
             expected = int(announced) if announced and announced.isdigit() else None
             say(f"downloading {url}" + (f" ({expected / 2**20:.1f} MiB)" if expected else ""))

@@ -21,7 +21,7 @@ TREE_MODE = "40000"
 
 def blob_id(data: bytes) -> str:
     """The id git gives a file with these bytes."""
-    digest = hashlib.sha1(f"blob {len(data)}\0".encode())  # noqa: S324 - git's object id
+    digest = hashlib.sha1(f"blob {len(data)}\0".encode())
     digest.update(data)
     return digest.hexdigest()
 
@@ -31,7 +31,7 @@ def file_id(path: Path) -> str:
     if path.is_symlink():
         return blob_id(os.readlink(path).encode())
     size = path.stat().st_size
-    digest = hashlib.sha1(f"blob {size}\0".encode())  # noqa: S324 - git's object id
+    digest = hashlib.sha1(f"blob {size}\0".encode())
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
@@ -47,11 +47,18 @@ def _mode(path: Path) -> str:
     return EXEC_MODE if info.st_mode & stat.S_IXUSR else BLOB_MODE
 
 
+def is_build_artifact(path: Path) -> bool:
+    """Python's bytecode caches, which running a checkout writes into it (never committed)."""
+    return path.name == "__pycache__" or path.suffix in (".pyc", ".pyo")
+
+
 def tree_id(folder: Path) -> str | None:
     """The tree id of a folder, as git would compute it; None for a folder with no file below
-    it (git records no empty folder)."""
+    it (git records no empty folder). Bytecode caches are left out."""
     entries: list[tuple[str, str, str]] = []
     for child in folder.iterdir():
+        if is_build_artifact(child):
+            continue
         mode = _mode(child)
         if mode == TREE_MODE:
             sub = tree_id(child)
@@ -66,7 +73,7 @@ def tree_id(folder: Path) -> str | None:
         f"{mode} {name.rstrip('/')}\0".encode() + bytes.fromhex(oid)
         for name, mode, oid in sorted(entries, key=lambda entry: entry[0].encode())
     )
-    digest = hashlib.sha1(f"tree {len(body)}\0".encode())  # noqa: S324 - git's object id
+    digest = hashlib.sha1(f"tree {len(body)}\0".encode())
     digest.update(body)
     return digest.hexdigest()
 

@@ -11,6 +11,7 @@ differs from the commit the project cites.
 from __future__ import annotations
 
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pos_agent.data.errors import DataError
-from pos_agent.data.gitobj import EXEC_MODE, LINK_MODE, blob_id, path_id
+from pos_agent.data.gitobj import EXEC_MODE, LINK_MODE, blob_id, is_build_artifact, path_id
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,18 @@ class FolderTree:
 
     def export(self, path: str, target: Path) -> None:
         source = self.root / path
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target, follow_symlinks=False)
+        files = [source] if not source.is_dir() else sorted(source.rglob("*"))
+        for item in files:
+            skipped = any(is_build_artifact(part) for part in item.relative_to(self.root).parents)
+            if (item.is_dir() and not item.is_symlink()) or skipped or is_build_artifact(item):
+                continue
+            out = target if item == source else target / item.relative_to(source)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if item.is_symlink():
+                out.symlink_to(item.readlink())
+                continue
+            shutil.copyfile(item, out)
+            out.chmod(0o755 if item.stat().st_mode & stat.S_IXUSR else 0o644)
 
 
 class GitTree:

@@ -76,7 +76,7 @@ def _gaps(index: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _readme(index: list[dict[str, Any]], dates: list[DateSummary]) -> str:
+def _readme(index: list[dict[str, Any]], dates: list[DateSummary], pinned: Pinned) -> str:
     per_date = [
         f"- `{d.date}` ({d.system}): {d.pods} pods, {d.injections} injections; metric rows "
         f"{iso(d.first_row)} .. {iso(d.last_row)}; log files {d.log_files} ({d.log_missing} "
@@ -90,8 +90,8 @@ def _readme(index: list[dict[str, Any]], dates: list[DateSummary]) -> str:
         [
             "# rca-nezha (prepared by `pos data get rca-nezha`)",
             "",
-            f"{len(index)} fault-injection incidents of Nezha (github.com/{PINNED.repository}, "
-            f"commit {PINNED.commit}, `rca_data/`, MIT: see LICENSE), one folder per incident "
+            f"{len(index)} fault-injection incidents of Nezha (github.com/{pinned.repository}, "
+            f"commit {pinned.commit}, `rca_data/`, MIT: see LICENSE), one folder per incident "
             "in the RCA100 case layout. Give an agent only `cases/<id>/`: `answers/` and "
             "`index.jsonl` hold the root cause.",
             "",
@@ -111,20 +111,32 @@ def _readme(index: list[dict[str, Any]], dates: list[DateSummary]) -> str:
     )
 
 
-def build(tree: SourceTree, work: Path, manifest: Manifest, progress: Callable[[str], None] | None = None) -> None:
+def build(
+    tree: SourceTree,
+    pinned: Pinned,
+    work: Path,
+    manifest: Manifest,
+    progress: Callable[[str], None] | None = None,
+) -> None:
     """Prepare rca-nezha in `work` from the pinned upstream tree."""
     index, dates = convert(tree, work, progress=progress)
     with (work / "index.jsonl").open("w", encoding="utf-8") as handle:
         for line in index:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    (work / "README.md").write_text(_readme(index, dates), "utf-8")
+    (work / "README.md").write_text(_readme(index, dates, pinned), "utf-8")
     license_text = (tree.read("LICENSE") or b"").decode("utf-8", errors="replace")
     notice = (
-        f"\n\nNOTICE: derived from {PINNED.url}, commit {PINNED.commit}, directory rca_data/, "
+        f"\n\nNOTICE: derived from {pinned.url}, commit {pinned.commit}, directory rca_data/, "
         "converted into per-incident cases (windowed and sampled parquet tables) by "
         "`pos data get rca-nezha` (pos_agent.data.nezha). The copyright notice and MIT license "
         "text above are Nezha's.\n"
     )
     (work / "LICENSE").write_text(license_text.rstrip("\n") + notice, "utf-8")
-    missing = sum(1 for line in index if line["log_files_missing_from_snapshot"] or line["trace_files_missing_from_snapshot"])
-    manifest.notes.append(f"{len(index)} cases; {missing} with telemetry files missing from the source")
+    missing = sum(
+        1
+        for line in index
+        if line["log_files_missing_from_snapshot"] or line["trace_files_missing_from_snapshot"]
+    )
+    manifest.notes.append(
+        f"{len(index)} cases; {missing} with telemetry files missing from the source"
+    )

@@ -73,7 +73,9 @@ def _data(rule: Rule, entry: str, value: float, median: float, threshold: float)
     )
 
 
-def _rule_alerts(rule: Rule, series: list[tuple[int, float]], inject: int, entry: str) -> list[AlertRow]:
+def _rule_alerts(
+    rule: Rule, series: list[tuple[int, float]], inject: int, entry: str
+) -> list[AlertRow]:
     before = [rule.value(raw) for time, raw in series if time < inject]
     if not before:
         return []
@@ -100,7 +102,11 @@ def derive_alerts(rows: list[MetricRow], system: str, inject: int) -> list[Alert
     entry = ENTRY_SERVICE[system]
     found: list[AlertRow] = []
     for rule in RULES:
-        series = [(time, value) for time, name, metric, value in rows if name == entry and metric == rule.source_metric]
+        series = [
+            (time, value)
+            for time, name, metric, value in rows
+            if name == entry and metric == rule.source_metric
+        ]
         if series:
             found.extend(_rule_alerts(rule, series, inject, entry))
     return sorted(found, key=lambda row: row[0])

@@ -53,11 +53,14 @@ class DateSummary:
     inferred: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _topology(folder: DateFolder, pods: list[str], system: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def _topology(
+    folder: DateFolder, pods: list[str], system: str
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     if system == "online-boutique":
         return boutique_topology(folder, pods)
-    present = lambda kind: [item.name for item in folder.minute_files(kind) if item.present]  # noqa: E731
-    return trainticket_topology(folder, pods, present("trace"), present("log"))
+    traces = [item.name for item in folder.minute_files("trace") if item.present]
+    logs = [item.name for item in folder.minute_files("log") if item.present]
+    return trainticket_topology(folder, pods, traces, logs)
 
 
 def build_case(
@@ -135,7 +138,9 @@ def convert(
     index: list[dict[str, Any]] = []
     summaries = []
     for date, folder in folders.items():
-        todo = [p for p in plans if p.injection.date == date and (only is None or p.case_id in only)]
+        todo = [
+            p for p in plans if p.injection.date == date and (only is None or p.case_id in only)
+        ]
         if not todo:
             continue
         say(f"{date} ({systems[date]}): reading metrics of {len(pods[date])} pods")
@@ -144,9 +149,22 @@ def convert(
         for plan in todo:
             set_window(plan, metrics.first_time)
             index.append(build_case(plan, folder, metrics, topology, out, caps))
-            say(f"{plan.case_id}: {index[-1]['n_metric_rows']} metric rows, "
-                f"{index[-1]['n_log_lines']} log lines, {index[-1]['n_spans']} spans")
-        summaries.append(_summary(date, folder, systems[date], pods[date], injections[date], metrics, topology, inferred))
+            say(
+                f"{plan.case_id}: {index[-1]['n_metric_rows']} metric rows, "
+                f"{index[-1]['n_log_lines']} log lines, {index[-1]['n_spans']} spans"
+            )
+        summaries.append(
+            _summary(
+                date,
+                folder,
+                systems[date],
+                pods[date],
+                injections[date],
+                metrics,
+                topology,
+                inferred,
+            )
+        )
         del metrics
     index.sort(key=lambda line: line["case_id"])
     return index, summaries

@@ -20,9 +20,7 @@ from pos_agent.data.nezha.upstream import ENTRY_SERVICE, DateFolder, service_of
 TT_INFERRED = (("ts-ui-dashboard", "ts-gateway-service"),)
 
 
-def _entities(
-    pods: list[str], system: str, nodes: dict[str, str]
-) -> list[dict[str, Any]]:
+def _entities(pods: list[str], system: str, nodes: dict[str, str]) -> list[dict[str, Any]]:
     services: dict[str, list[str]] = {}
     for pod in pods:
         services.setdefault(service_of(pod), []).append(pod)
@@ -53,11 +51,21 @@ def _edges(
     return found
 
 
-def boutique_topology(folder: DateFolder, pods: list[str]) -> tuple[dict[str, Any], list[str]]:
+def boutique_topology(
+    folder: DateFolder, pods: list[str]
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     services = {service_of(pod) for pod in pods}
     rows = folder.csv_rows("metric/dependency.csv") or []
-    calls = [(r["Source"], r["Target"]) for r in rows if r["Source"] in services and r["Target"] in services]
-    hosts = {r["Source"]: r["Target"] for r in rows if r["Source"] in services and r["Target"] not in services}
+    calls = [
+        (r["Source"], r["Target"])
+        for r in rows
+        if r["Source"] in services and r["Target"] in services
+    ]
+    hosts = {
+        r["Source"]: r["Target"]
+        for r in rows
+        if r["Source"] in services and r["Target"] not in services
+    }
     nodes = {pod: hosts[service_of(pod)] for pod in pods if service_of(pod) in hosts}
     topology = {
         "entities": _entities(pods, "online-boutique", nodes),

@@ -45,7 +45,9 @@ class CaseSpans:
     errors_before_sampling: int = 0
 
 
-def error_logs(folder: DateFolder, files: list[str], start: int, end: int) -> dict[tuple[str, str], str]:
+def error_logs(
+    folder: DateFolder, files: list[str], start: int, end: int
+) -> dict[tuple[str, str], str]:
     """(TraceID, SpanID) -> the first error-level log line of the window that names them."""
     low, high = start * 1_000_000_000, end * 1_000_000_000
     found: dict[tuple[str, str], tuple[int, str]] = {}

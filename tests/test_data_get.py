@@ -325,3 +325,30 @@ def test_pos_data_get_and_list(home: Path, fake_clindiag: Path) -> None:
     assert bad.exit_code == 1 and "no such folder or archive" in bad.output
     unknown = runner.invoke(app, ["data", "get", "nope"])
     assert unknown.exit_code == 1 and "Unknown data set 'nope'" in unknown.output
+
+
+def test_an_explicit_path_beats_the_variable_which_beats_the_prepared_folder(
+    home: Path, fake_clindiag: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pos_agent.envs.clindiag import ClinDiagData
+
+    cache = get("clindiag", str(fake_clindiag))
+    assert ClinDiagData.locate().root == cache
+    variable, explicit = tmp_path / "variable", tmp_path / "explicit"
+    for folder in (variable, explicit):
+        folder.mkdir()
+        (folder / "cases.jsonl").write_text((cache / "cases.jsonl").read_text())
+    monkeypatch.setenv("POS_CLINDIAG_DATA", str(variable))
+    assert ClinDiagData.locate().root == variable.resolve()
+    assert ClinDiagData.locate(explicit).root == explicit.resolve()
+
+
+def test_pos_data_get_loca_without_its_runtime(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_loca(tmp_path / "LOCA-bench")
+    pin(monkeypatch, "loca", root, ["gem", "task-configs", "LICENSE"])
+    done = CliRunner().invoke(app, ["data", "get", "loca", "--from", root.as_uri(), "--no-runtime"])
+    assert done.exit_code == 0, done.output
+    assert "building LOCA's runtime" not in done.output
+    assert (dataset_dir("loca") / "task-configs" / "final_8k_set_config.json").is_file()

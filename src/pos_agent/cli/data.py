@@ -81,10 +81,19 @@ def get_command(
 
     try:
         path = get(name, source, force=force, progress=say)
-        if name == "loca" and runtime:
-            say("building LOCA's runtime (once; `--no-runtime` skips it)")
-            ensure_runtime(progress=say)
-    except (DataError, EnvError) as exc:
+    except DataError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
     typer.echo(f"{name}: ready at {path}")
+    if name == "loca" and runtime:
+        say("building LOCA's runtime (once; `--no-runtime` skips it)")
+        try:
+            ensure_runtime(progress=say)
+        except EnvError as exc:
+            typer.echo(
+                f"error: the checkout is ready, but LOCA's runtime could not be built ({exc}); "
+                "run `make loca-runtime` (or `pos data get loca` again) once PyPI and npm "
+                "can be reached.",
+                err=True,
+            )
+            raise typer.Exit(EXIT_ERROR) from None

@@ -37,7 +37,7 @@ def _write_table(path: Path, columns: dict[str, tuple[str, list[Any]]]) -> None:
     table = pa.table(
         {name: pa.array(values, type=types[kind]) for name, (kind, values) in columns.items()}
     )
-    pq.write_table(table, path)
+    pq.write_table(table, path, compression="zstd")
 
 
 def write_metrics(path: Path, rows: list[MetricRow]) -> None:

@@ -2,7 +2,10 @@
 
 - API keys and endpoint variables are removed from the environment (subprocesses included), so
   no test can spend a key or reach a provider by accident.
-- Caches and user folders point at a temporary directory.
+- Caches and user folders point at a temporary directory (`pos data`'s folder too).
+- The reference data beside the repository (../shared, when it is there) is passed to the
+  environments explicitly, through their environment variables: no library default points
+  there.
 - Opening a connection to anything but loopback (or resolving a non-local host name) fails the
   test that tried it.
 """
@@ -34,6 +37,13 @@ hypothesis_settings.load_profile("pos")
 _SECRET_NAME = re.compile(r"(API_KEY|APIKEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
 _ENDPOINT_NAMES = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "DASHSCOPE_BASE_URL", "HF_ENDPOINT")
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", ""}
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# The reference copies of the benchmarks' data, by the variable each environment reads.
+REFERENCE_DATA = {
+    "POS_RCA_DATA": SHARED / "data" / "rca-nezha",
+    "POS_CLINDIAG_DATA": SHARED / "data" / "clindiag",
+    "POS_LOCA_ROOT": SHARED / "vendor" / "LOCA-bench",
+}
 
 
 class NetworkAccessError(AssertionError):
@@ -72,6 +82,10 @@ def _fenced_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
             folder.mkdir()
             patch.setenv(name, str(folder))
         patch.setenv("POS_CACHE_DIR", str(home / "pos-cache"))
+        patch.setenv("POS_DATA", str(home / "pos-data"))
+        for name, path in REFERENCE_DATA.items():
+            if path.is_dir() and not os.environ.get(name):
+                patch.setenv(name, str(path))
         yield home
 
 

@@ -5,8 +5,9 @@ importing any of them, and a command's module (with the extra it needs) is impor
 that command runs. So `pos serve` works with the `serve` extra alone, and a command whose extra
 is missing says which extra to install when it is run, not when another one is.
 
-Command modules register on `app` with `@app.command()`; a test that imports one module and
-invokes `app` gets it at once. Commands from other distributions (`pos trapbench`, from the
+Command modules register on `app` with `@app.command()` (a group of subcommands with
+`app.add_typer(sub, name=...)`); a test that imports one module and invokes `app` gets it at
+once. Commands from other distributions (`pos trapbench`, from the
 `pos-trapbench` package) come in through the `pos_agent.commands` entry-point group: each entry
 names a Typer app whose commands become a `pos` subcommand group.
 """
@@ -71,6 +72,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "pos_agent.cli.doctor",
         "Check the set-up; exit code 0 only when every checked model answered a schema-valid "
         "object.",
+    ),
+    "data": LazyCommand(
+        "pos_agent.cli.data", "The benchmarks' data: list what is ready, get what is not."
     ),
 }
 
@@ -144,6 +148,14 @@ def load_command(name: str) -> Command | None:
                 return typer.main.get_command_from_info(
                     info,
                     pretty_exceptions_short=app.pretty_exceptions_short,
+                    rich_markup_mode=app.rich_markup_mode,
+                )
+        for registered in app.registered_groups:  # a command group (`pos data list|get`)
+            if registered.name == name:
+                return typer.main.get_group_from_info(
+                    registered,
+                    pretty_exceptions_short=app.pretty_exceptions_short,
+                    suggest_commands=True,
                     rich_markup_mode=app.rich_markup_mode,
                 )
         return None

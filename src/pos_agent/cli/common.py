@@ -130,7 +130,7 @@ AGENT_HELP = (
     "(manager/executor/auditor rounds), pos and its ablations no_consistency, no_trapping, "
     "generic_recovery; or expert (the environment's planner)."
 )
-LOCA_ROOT_HELP = "LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+LOCA_ROOT_HELP = "LOCA-Bench checkout (default: $POS_LOCA_ROOT, else `pos data get loca`'s)."
 
 
 def checked_profile(profile: str | None) -> str | None:

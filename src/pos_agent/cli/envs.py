@@ -51,7 +51,7 @@ def envs_command(
     loca_root: Annotated[
         str | None,
         typer.Option(
-            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench)."
+            help="LOCA-Bench checkout (default: $POS_LOCA_ROOT, else `pos data get loca`'s)."
         ),
     ] = None,
 ) -> None:

@@ -442,9 +442,9 @@ def make_env(
     `data_dir`, `provider` ("retrieval" or a Model), `judge` ("matcher" or a Model) — the
     environment never loads a model, the harness passes them (`env_model_roles`); RCA
     `data_dir`, `max_tool_calls` (150). `rca` needs `data_dir` (or POS_RCA_DATA); `rca-nezha`
-    defaults to ../shared/data/rca-nezha.
+    and ClinDiag also find what `pos data get` prepared.
     LOCA-Bench (`loca`; task `<Task>-<length>`, seed 42/123/456/789/2024, budget 100 tool
-    calls): `loca_root` (default $POS_LOCA_ROOT or ../shared/vendor/LOCA-bench), `workdir`
+    calls): `loca_root` (default $POS_LOCA_ROOT, else `pos data get loca`'s checkout), `workdir`
     (per-case folder for generated data; default a temporary one), `runtime_dir`,
     `keep_workspace`, `setup_timeout` (seconds, 3600), `evaluate_timeout` (seconds, 1800),
     `openai_schemas` (LOCA's fix_schema_for_openai; `pos bench` sets it for OpenAI models).

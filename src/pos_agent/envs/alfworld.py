@@ -6,8 +6,8 @@ ALFWorld's `alfred.pddl` domain and `alfred.twl2` grammar, wrapped by ALFWorld's
 planner expert: `info["expert_action"]` is the first command of the plan Fast Downward finds
 from the current state (what ALFWorld calls the `planner` expert type).
 
-- `alfworld`: the official games, after `alfworld-download` has put them under
-  `$ALFWORLD_DATA` (default `~/.cache/alfworld`): splits `train`, `valid_seen` and
+- `alfworld`: the official games, after `pos data get alfworld` (or `alfworld-download`) has
+  put them under its folder (`$ALFWORLD_DATA` overrides it): splits `train`, `valid_seen` and
   `valid_unseen` (134 games), filtered exactly as ALFWorld's `AlfredTWEnv` does.
 - `alfworld-mini`: tasks this project authored as ALFWorld PDDL problems
   (`data/alfworld_mini/<task>/initial_state.pddl` + `traj_data.json`, ALFWorld's layout), so
@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pos_agent.data import dataset_dir, prepared
 from pos_agent.envs import _pddl_cache as pddl_cache
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
 from pos_agent.envs._types import EnvError, TaskSpec, choose_split
@@ -132,18 +133,29 @@ def _mini_games() -> tuple[AlfWorldGame, ...]:
 
 
 def alfworld_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """`$ALFWORLD_DATA`, or ALFWorld's default cache `~/.cache/alfworld`."""
+    """Where the official games are: `$ALFWORLD_DATA` when it holds them, else the folder
+    `pos data get alfworld` prepared, else ALFWorld's own default (`$ALFWORLD_DATA` or
+    `~/.cache/alfworld`, where `alfworld-download` puts them)."""
     environ = os.environ if environ is None else environ
-    return Path(environ.get("ALFWORLD_DATA") or "~/.cache/alfworld").expanduser()
+    chosen = environ.get("ALFWORLD_DATA")
+    # `import alfworld` sets ALFWORLD_DATA to its default, so a set variable alone does not
+    # mean the user chose it: it wins only when it holds the games.
+    if chosen and (Path(chosen).expanduser() / OFFICIAL_DATA_FOLDER).is_dir():
+        return Path(chosen).expanduser()
+    ready = prepared(OFFICIAL_ENV)
+    if ready is not None:
+        return ready
+    return Path(chosen or "~/.cache/alfworld").expanduser()
 
 
 def _missing_data_message(data_dir: Path, split: str) -> str:
     return (
         f"ALFWorld game files for split {split!r} were not found under {data_dir} "
         f"(expected {OFFICIAL_DATA_FOLDER}/{split}/<task>/<trial>/game.tw-pddl). "
-        "Run `alfworld-download` (from the `alfworld` package) to fetch them into "
-        "$ALFWORLD_DATA (default ~/.cache/alfworld), or set ALFWORLD_DATA to the folder that "
-        f"contains {OFFICIAL_DATA_FOLDER}/. To run offline, use the `{MINI_ENV}` environment."
+        f"Get them with `pos data get {OFFICIAL_ENV}` (into {dataset_dir(OFFICIAL_ENV)}; "
+        "`--from PATH` takes a folder with the release archives), or run `alfworld-download`, "
+        f"or set ALFWORLD_DATA to the folder that contains {OFFICIAL_DATA_FOLDER}/. To run "
+        f"offline, use the `{MINI_ENV}` environment."
     )
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pos_agent.data import dataset_dir, prepared
 from pos_agent.envs._episode import BackendResult, BudgetedEnvironment, is_empty_action
 from pos_agent.envs._types import EnvError, Observation, TaskKind
 
@@ -450,9 +451,9 @@ def locate_data(
 ) -> Path:
     """The data folder of a diagnosis benchmark.
 
-    Order: the `data_dir` option, then the `env_var` environment variable, then
-    `../shared/data/<name>` relative to the current directory and to the repository root.
-    `marker` describes what the folder must contain (for the error message).
+    Order: the `data_dir` option, then the `env_var` environment variable, then the folder
+    `pos data get <name>` prepared (`pos_agent.data`). `marker` describes what the folder must
+    contain (for the error message).
     """
     how = (
         f"pass data_dir=PATH (suite YAML `env_options: {{data_dir: PATH}}`, or "
@@ -468,15 +469,11 @@ def locate_data(
                 f"{marker}. Fix the path: {how}."
             )
         return path.resolve()
-    candidates = [
-        Path.cwd() / ".." / "shared" / "data" / name,
-        repository_root() / ".." / "shared" / "data" / name,
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate.resolve()
-    looked = ", ".join(str(c.resolve()) for c in candidates)
+    ready = prepared(name)
+    if ready is not None:
+        return ready
     raise EnvError(
-        f"No {what} data found (looked in {looked}). Put the data folder ({marker}) at "
-        f"../shared/data/{name} next to the repository, or {how}."
+        f"No {what} data: nothing at {dataset_dir(name)} and {env_var} is not set. "
+        f"Get it with `pos data get {name}` (`--from PATH` takes a local copy or archive), "
+        f"or {how} to a folder that holds {marker}."
     )

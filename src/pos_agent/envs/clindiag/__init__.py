@@ -14,7 +14,7 @@ in the observation), a judge that still fails gives no verdict
 (`info["judge_failed"]`; the environment reports no success, and the harness records the case
 as unscored, never as a failure). `info["judge"]` names the judge that scored the case.
 
-Data: `cases.jsonl` (one case per line, the packed form in ../shared/data/clindiag) or the
+Data: `cases.jsonl` (one case per line, the packed form `pos data get clindiag` prepares) or the
 upstream layout, one folder per case holding seven JSON files. Splits: `common` (the 302 cases
 of the paper's Common half, in `paper_common_sample.txt` order) and `all`. Categories:
 `common` / `other`.

@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pos_agent.data import dataset_dir, prepared
 from pos_agent.envs._types import EnvError, TaskSpec
-from pos_agent.envs.tools import repository_root
 
 ENV_NAME = "loca"
 ROOT_ENV_VAR = "POS_LOCA_ROOT"
@@ -97,16 +97,17 @@ class LocaCase:
 
 def missing_checkout_help() -> str:
     return (
-        f"Get LOCA-Bench (MIT) with: git clone {REPOSITORY}.git LOCA-bench && "
-        f"git -C LOCA-bench checkout {COMMIT}; then pass --loca-root PATH (suite YAML: "
-        f"env_options: {{loca_root: PATH}}) or set {ROOT_ENV_VAR}=PATH. The default is "
-        "../shared/vendor/LOCA-bench next to the repository."
+        f"Get LOCA-Bench (MIT) at its pinned commit with `pos data get loca` (it goes to "
+        f"{dataset_dir('loca')}; `--from PATH` takes a clone or an archive), or clone it "
+        f"yourself (git clone {REPOSITORY}.git LOCA-bench && git -C LOCA-bench checkout "
+        f"{COMMIT}) and pass --loca-root PATH (suite YAML: env_options: {{loca_root: PATH}}) or "
+        f"set {ROOT_ENV_VAR}=PATH."
     )
 
 
 def locate_checkout(loca_root: str | Path | None = None) -> Path:
-    """The LOCA-Bench checkout: `loca_root`, else $POS_LOCA_ROOT, else ../shared/vendor/LOCA-bench
-    (relative to the current folder, then to this repository)."""
+    """The LOCA-Bench checkout: `loca_root`, else $POS_LOCA_ROOT, else the checkout
+    `pos data get loca` prepared."""
     chosen = loca_root if loca_root not in (None, "") else os.environ.get(ROOT_ENV_VAR) or None
     if chosen is not None:
         path = Path(chosen).expanduser().resolve()
@@ -117,13 +118,9 @@ def locate_checkout(loca_root: str | Path | None = None) -> Path:
                 f"task-configs/final_8k_set_config.json. {missing_checkout_help()}"
             )
         return path
-    candidates = [
-        Path.cwd() / ".." / "shared" / "vendor" / "LOCA-bench",
-        repository_root() / ".." / "shared" / "vendor" / "LOCA-bench",
-    ]
-    for candidate in candidates:
-        if _is_checkout(candidate):
-            return candidate.resolve()
+    ready = prepared(ENV_NAME)
+    if ready is not None and _is_checkout(ready):
+        return ready
     raise EnvError(f"No LOCA-Bench checkout found. {missing_checkout_help()}")
 
 

@@ -14,7 +14,7 @@ analysis). Outputs are bounded (lines and characters) and say how to narrow a qu
 Scoring: FT (fault type among the answer's types), RCL (the entity matches the answer at pod
 or service level: the answer pod, its service, or another name of that service's pods) and
 Joint (both). Environments: `rca` for any folder in this layout (data_dir= or POS_RCA_DATA)
-and `rca-nezha` defaulting to ../shared/data/rca-nezha. Category: the case's system
+and `rca-nezha`, which also finds the folder `pos data get rca-nezha` prepares. Category: the case's system
 (task.json), so that listing tasks never reads an answer.
 
 One job per module: `data` (the folder and the task listing), `telemetry` (tables, topology,

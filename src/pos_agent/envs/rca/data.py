@@ -57,7 +57,7 @@ class RcaData:
             raise EnvError(
                 f"The generic `rca` environment needs a data folder ({marker}): pass "
                 f"data_dir=PATH (suite YAML env_options) or set {DATA_ENV_VAR}=PATH; "
-                f"`rca-nezha` uses ../shared/data/rca-nezha by default."
+                "`rca-nezha` uses the folder `pos data get rca-nezha` prepares."
             )
         root = locate_data(
             "rca-nezha", data_dir=data_dir, env_var=DATA_ENV_VAR, what="RCA", marker=marker

@@ -14,6 +14,11 @@ from rich.console import Console
 from pos_agent.cli.common import progress_bar, shown
 from pos_trapbench.families import FAMILY_CHOICES
 from pos_trapbench.pool import KILL_FACTOR, MEMORY_LIMIT_MB, TIME_LIMIT_S
+from pos_trapbench.real.cli import real_app
+
+if TYPE_CHECKING:
+    from pos_trapbench.evaluate import Evaluation
+    from pos_trapbench.real.manifest import Split
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -30,6 +35,8 @@ trapbench_app = typer.Typer(
     ),
     no_args_is_help=True,
 )
+
+trapbench_app.add_typer(real_app, name="real")
 
 SLOW_S = 60.0
 """A game still running after this many seconds is named in the output (normal: seconds)."""
@@ -249,9 +256,26 @@ def _report_games(maker: CorpusMaker, corpus: Path | None, out: Path, seconds: f
 
 @trapbench_app.command("eval")
 def evaluate_command(
-    corpus: Annotated[Path, typer.Argument(help="Corpus folder made by `pos trapbench make`.")],
+    corpus: Annotated[
+        Path | None,
+        typer.Argument(help="Corpus folder made by `pos trapbench make` (optional with --real)."),
+    ] = None,
+    real: Annotated[
+        Path | None,
+        typer.Option(help="Real-trajectory corpus folder made by `pos trapbench real build`."),
+    ] = None,
+    split: Annotated[
+        str,
+        typer.Option(
+            help="Split of the real corpus: dev (tune on it) or test (the final measurement, "
+            "once, at the end)."
+        ),
+    ] = "dev",
     out: Annotated[
-        Path | None, typer.Option(help="Where to write the tables (default: CORPUS/results).")
+        Path | None,
+        typer.Option(
+            help="Where to write the tables (default: CORPUS/results, or REAL/results-SPLIT)."
+        ),
     ] = None,
 ) -> None:
     """Run every detector over each corpus family and print one table per family and overall.
@@ -265,20 +289,45 @@ def evaluate_command(
     segment's first step to that start), alarmed steps and new alarm starts per 100 non-trap
     steps, the share of productive segments with any alarm, pattern right (the diagnosis at the
     detecting start), and the share of clean runs with any alarm. Writes table.md, table.csv
-    and table.png.
+    and table.png, and floor.csv.
 
-    Example: pos trapbench eval traps
+    With --real, the real corpus's split gets the same table (recall per loop type), with the
+    model-free detectors only (a real trajectory has no belief): for the whole split and per
+    task kind (text games, tool agents), plus the share of productive stretches alarmed per
+    type (productive.csv, productive.png). Every table gets the floor lines: whether
+    `improved` catches at least what the hashed-call rule (and each other anchor) catches, at
+    no more new alarm starts.
+
+    Example: pos trapbench eval traps --real real --split dev
     """
-    from pos_trapbench.evaluate import (
-        TARGETED,
-        evaluate,
-        load_families,
-        markdown_table,
-        overall,
-        summary_line,
-        target_check,
-        write_outputs,
+    from pos_trapbench.real.manifest import SPLITS
+
+    if corpus is None and real is None:
+        console.print("[red]error:[/] give a corpus folder, --real FOLDER, or both")
+        raise typer.Exit(2)
+    if split not in SPLITS:
+        console.print(f"[red]error:[/] --split must be one of {', '.join(SPLITS)}")
+        raise typer.Exit(2)
+    started = time.monotonic()
+    generated = _generated_evaluations(corpus) if corpus is not None else []
+    real_tables = _real_evaluations(real, split) if real is not None else []
+    notes = _print_tables(generated, real_tables)
+    if out is None:
+        out = corpus / "results" if corpus is not None else Path(f"{real}/results-{split}")
+    paths = _write_tables(generated, real_tables, out, notes)
+    console.print(
+        "  ".join(f"{name}: {path}" for name, path in paths.items())
+        + f"  ({time.monotonic() - started:.1f}s)"
     )
+
+
+def _on_detector(name: str) -> None:
+    console.print(f"[dim]running {name}[/]")
+
+
+def _generated_evaluations(corpus: Path) -> list[Evaluation]:
+    """The generated families' tables, and the overall one when there are several."""
+    from pos_trapbench.evaluate import evaluate, load_families, overall
 
     try:
         families = load_families(corpus)
@@ -288,24 +337,82 @@ def evaluate_command(
     if not any(families.values()):
         console.print(f"[red]error:[/] {corpus} holds no trajectories")
         raise typer.Exit(2)
-    started = time.monotonic()
     evaluations = [
-        evaluate(runs, family=name, on_detector=lambda n: console.print(f"[dim]running {n}[/]"))
+        evaluate(runs, family=name, on_detector=_on_detector)
         for name, runs in families.items()
         if runs
     ]
     if len(evaluations) > 1:
         evaluations.append(overall(evaluations))
-    for evaluation in evaluations:
+    return evaluations
+
+
+def _real_evaluations(folder: Path, split: Split) -> list[Evaluation]:
+    from pos_trapbench.real.corpus import load_real
+    from pos_trapbench.real.tables import TEST_WARNING, evaluate_real, incomplete_note
+
+    if split == "test":
+        console.print(f"[yellow]warning:[/] {TEST_WARNING}")
+    try:
+        runs = load_real(folder, split)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {shown(exc)}")
+        raise typer.Exit(2) from None
+    note = incomplete_note(folder)
+    if note:
+        console.print(f"[yellow]note:[/] {shown(note)}")
+    if not runs:
+        console.print(f"[red]error:[/] {folder} holds no trajectories of the {split} split")
+        raise typer.Exit(2)
+    return evaluate_real(runs, split, on_detector=_on_detector)
+
+
+def _print_tables(generated: list[Evaluation], real_tables: list[Evaluation]) -> str:
+    """Print every table, the targets of the generated families and the floor lines; returns
+    the markdown that table.md gets besides the tables (productive types, floor)."""
+    from pos_trapbench.evaluate import TARGETED, markdown_table, summary_line, target_check
+    from pos_trapbench.floor import floor_lines
+    from pos_trapbench.real.tables import productive_table
+
+    notes = []
+    for evaluation in [*generated, *real_tables]:
         console.print(f"\n[bold]{evaluation.family}[/]  {summary_line(evaluation)}")
         console.print(markdown_table(evaluation), markup=False)
+    for evaluation in real_tables:
+        table = productive_table(evaluation)
+        console.print(f"\n{evaluation.family}: productive stretches alarmed, per type")
+        console.print(table, markup=False)
+        notes += [f"**{evaluation.family}: productive stretches alarmed, per type**", "", table, ""]
     console.print()
-    for evaluation in evaluations:
+    for evaluation in generated:
         for name in TARGETED:
             for line in target_check(evaluation, name):
                 console.print(line, markup=False)
-    paths = write_outputs(evaluations, out or corpus / "results")
-    console.print(
-        f"table: {paths['markdown']}  csv: {paths['csv']}  figure: {paths['figure']}  "
-        f"({time.monotonic() - started:.1f}s)"
-    )
+    floors = [line for e in [*generated, *real_tables] for line in floor_lines(e)]
+    for line in floors:
+        console.print(line, markup=False)
+    notes += ["**Floor**", "", *(f"- {line}" for line in floors), ""]
+    return "\n".join(notes)
+
+
+def _write_tables(
+    generated: list[Evaluation], real_tables: list[Evaluation], folder: Path, notes: str
+) -> dict[str, Path]:
+    from pos_agent.trace import write_text_atomic
+    from pos_trapbench.evaluate import write_outputs
+    from pos_trapbench.floor import floor_csv
+    from pos_trapbench.real.tables import productive_csv, write_productive_figure
+
+    tables = [*generated, *real_tables]
+    paths = {
+        {"markdown": "table", "csv": "csv", "figure": "figure"}[k]: v
+        for k, v in write_outputs(tables, folder, notes).items()
+    }
+    paths["floor"] = folder / "floor.csv"
+    write_text_atomic(paths["floor"], floor_csv(tables))
+    if real_tables:
+        paths["productive"] = folder / "productive.csv"
+        write_text_atomic(paths["productive"], productive_csv(real_tables))
+        paths["productive figure"] = folder / "productive.png"
+        write_productive_figure(real_tables, paths["productive figure"])
+    return paths

@@ -98,3 +98,9 @@ def all_detectors() -> list[Detector]:
         HealthDetector("paper", oracle=False),
         *(RuleDetector(rules()) for rules in RULE_SETS),
     ]
+
+
+def model_free_detectors() -> list[Detector]:
+    """The detectors that read nothing but actions and observations (all a real trajectory
+    has): belief health model-free, and every anchor's rules."""
+    return [d for d in all_detectors() if not getattr(d, "oracle", False)]

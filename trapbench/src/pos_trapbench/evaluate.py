@@ -189,7 +189,7 @@ def _cells(evaluation: Evaluation, row: DetectorRow) -> list[str]:
     if evaluation.family == OVERALL:
         kinds = [f"{_worst(score):.2f}"]
     else:
-        kinds = [f"{score.recall(k):.2f}" for k in evaluation.kinds]
+        kinds = [f"{score.recall(k):.2f}" if score.segments[k] else "-" for k in evaluation.kinds]
     return [
         row.name,
         *kinds,
@@ -367,14 +367,17 @@ def tables_text(evaluations: Sequence[Evaluation]) -> str:
     return "\n".join(parts)
 
 
-def write_outputs(evaluations: Sequence[Evaluation], folder: Path) -> dict[str, Path]:
-    """table.md, table.csv and table.png in `folder`, every table in each."""
+def write_outputs(
+    evaluations: Sequence[Evaluation], folder: Path, notes: str = ""
+) -> dict[str, Path]:
+    """table.md, table.csv and table.png in `folder`, every table in each; `notes` (markdown)
+    goes at the end of table.md."""
     paths = {
         "markdown": folder / "table.md",
         "csv": folder / "table.csv",
         "figure": folder / "table.png",
     }
-    write_text_atomic(paths["markdown"], tables_text(evaluations))
+    write_text_atomic(paths["markdown"], tables_text(evaluations) + notes)
     write_text_atomic(paths["csv"], csv_text(evaluations))
     write_figure(evaluations, paths["figure"])
     return paths

@@ -216,7 +216,7 @@ class LocaReplay(ReplayEnv):
 
     def _backend_step(self, action: str) -> Any:
         if '"claim_done"' in action:
-            from pos_agent.envs._episode import BackendResult
+            from pos_agent.envs import BackendResult
 
             return BackendResult("Claimed done.", None, done=True)
         return super()._backend_step(action)
@@ -493,7 +493,7 @@ def server_run(steps: int) -> list[str]:
     """raw and pos on the alfworld episode against llama-cpp-python's server (prompt cache on):
     the server's reused prompt tokens next to the estimate."""
     from pos_agent.llm import ModelOptions, load_model
-    from pos_agent.llm._local import embedded_gguf_path
+    from pos_agent.llm.backend import embedded_gguf_path
 
     port = _free_port()
     lines: list[str] = []

@@ -34,7 +34,7 @@ from pos_agent.bench.executors import Timeline
 from pos_agent.bench.runner import BenchConfig, available_cores, run_bench
 from pos_agent.bench.suite import load_suite
 from pos_agent.events import EpisodeStartEvent, ModelCallEvent
-from pos_agent.llm._structured import minimal_instance
+from pos_agent.llm.backend import minimal_instance
 from pos_agent.trace import CaseResult, is_scored, read_events
 
 

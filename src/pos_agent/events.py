@@ -37,8 +37,7 @@ from typing import (
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
-    from pos_agent.llm import Completion, ModelFailure
-    from pos_agent.llm._ledger import CacheCount
+    from pos_agent.llm import CacheCount, Completion, ModelFailure
 
 TRACE_VERSION = 2
 """Version 2: typed events (this module). Version 1 wrote free keyword payloads; `upgrade_v1`

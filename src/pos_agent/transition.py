@@ -33,7 +33,7 @@ class Transition:
     @property
     def tokens(self) -> int:
         """Estimated tokens of `render()` (the estimate the context methods' thresholds use)."""
-        from pos_agent.llm._backend import estimate_tokens
+        from pos_agent.llm.backend import estimate_tokens
 
         return estimate_tokens(self.render())
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.env_models import resolve_env_models
-from pos_agent.envs._registry import canonical_env, env_model_roles
+from pos_agent.envs import canonical_env, env_model_roles
 from pos_agent.llm import DEFAULT_CACHE_RULE, ModelOptions, effective_server
 from pos_agent.trace import redact_record
 

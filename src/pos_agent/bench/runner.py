@@ -49,8 +49,7 @@ from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.preflight import Preflight, check_models, preflight, validate_cases
 from pos_agent.bench.recorder import DISK_FULL, case_fields
 from pos_agent.bench.run_folder import RunFolder, RunPlan
-from pos_agent.llm import ModelOptions
-from pos_agent.llm._ratelimit import RateLimits
+from pos_agent.llm import ModelOptions, RateLimits
 from pos_agent.trace import (
     KNOWN_RESULT_VERSIONS,
     TRACE_VERSION,

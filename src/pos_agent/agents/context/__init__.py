@@ -39,7 +39,7 @@ from pos_agent.agents.context.settings import (
 )
 from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.agents.context.turns import Turn
-from pos_agent.llm._types import INTERNAL_ROLES
+from pos_agent.llm import INTERNAL_ROLES
 
 __all__ = [
     "INTERNAL_ROLES",

@@ -58,8 +58,7 @@ from pos_agent.bench.runner import (
     case_dir,
     write_stand_in,
 )
-from pos_agent.llm import ModelOptions
-from pos_agent.llm._ratelimit import Gate, RateLimits, install
+from pos_agent.llm import Gate, ModelOptions, RateLimits, install_limiter
 from pos_agent.trace import CaseResult, Status
 
 logger = logging.getLogger(__name__)
@@ -101,7 +100,7 @@ class _CaseRunner:
         workers._STATE.options = ModelOptions(**model_options)
         workers._STATE.load = default_loader(workers._STATE.options)
         if limiter is not None:
-            install(_ClusterLimiter(limiter))
+            install_limiter(_ClusterLimiter(limiter))
 
     def where(self) -> dict[str, Any]:
         import ray

@@ -24,7 +24,8 @@ from pos_agent.monitor.alarm import (
 from pos_agent.monitor.failures import failure_signature
 from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
 from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
-from pos_agent.recovery.constraint import RecoveryConstraint, Transition, compose_recovery
+from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
+from pos_agent.transition import Transition
 
 BeliefSource = Literal["belief", "facts", "observations"]
 ProgressSource = Literal["label", "callable", "novelty", "meter"]

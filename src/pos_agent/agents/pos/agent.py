@@ -85,10 +85,10 @@ from pos_agent.recovery.constraint import (
 )
 from pos_agent.roles.limits import AgentLimits, RoleLimits, paper_generation_tokens
 from pos_agent.roles.schemas import decision_schema
-from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
+from pos_agent.transition import Transition
 
 
 @dataclass(frozen=True)

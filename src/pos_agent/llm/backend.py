@@ -26,9 +26,9 @@ from pos_agent.llm._builtin import HttpEndpoint, http_endpoint, require_httpx
 from pos_agent.llm._cache import CachedOutcome, CacheRequest, cache_key
 from pos_agent.llm._http import HttpReply
 from pos_agent.llm._local import LlamaCppBackend, embedded_gguf_path
-from pos_agent.llm._openai import (
+from pos_agent.llm._openai import OpenAICompatibleBackend
+from pos_agent.llm._openai_http import (
     OPENAI_DEFAULT_BASE_URL,
-    OpenAICompatibleBackend,
     api_endpoint,
     error_text,
     post_or_raise,

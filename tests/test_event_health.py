@@ -4,12 +4,12 @@ the trace says exactly what the window's assessment said, and the two cannot dri
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import fields, make_dataclass
+from typing import Any, get_type_hints
 
 from pos_agent.events import HealthEvent, parse_lines
 from pos_agent.events.trapping import _drift
 from pos_agent.health import HealthReport
-from pos_agent.kinds import GapKind, TrapPattern
 
 TRAPPED = HealthReport(
     ready=True,
@@ -45,36 +45,25 @@ def test_the_event_and_the_report_agree_field_by_field() -> None:
     assert _drift(HealthEvent, HealthReport) == []
 
 
+def _variant(name: str, *, add: str = "", drop: str = "", retype: str = "") -> type[Any]:
+    """HealthReport with one field added, dropped or weakened to `str | None`."""
+    hints = get_type_hints(HealthReport)
+    spec: list[Any] = [
+        (f.name, str | None if f.name == retype else hints[f.name])
+        for f in fields(HealthReport)
+        if f.name != drop
+    ]
+    return make_dataclass(name, [*spec, (add, float)] if add else spec)
+
+
 def test_a_report_that_grows_loses_or_retypes_a_field_is_caught() -> None:
-    @dataclass
-    class Grown:
-        ready: bool
-        persistence_e: float = 0.0
-        persistence_a: float = 0.0
-        stagnation: float = 0.0
-        recurrence: float = 0.0
-        lag: int | None = None
-        health: float = 1.0
-        trapped: bool = False
-        pattern: TrapPattern | None = None
-        blocked: GapKind | None = None
-        margin: float = 0.0
-
-    @dataclass
-    class Weaker:
-        ready: bool
-        persistence_e: float = 0.0
-        persistence_a: float = 0.0
-        stagnation: float = 0.0
-        recurrence: float = 0.0
-        lag: int | None = None
-        health: float = 1.0
-        trapped: bool = False
-        pattern: str | None = None
-        blocked: GapKind | None = None
-
-    assert [d.split(":")[0] for d in _drift(HealthEvent, Grown)] == ["margin"]
-    assert [d.split(":")[0] for d in _drift(HealthEvent, Weaker)] == ["pattern"]
+    assert [d.split(":")[0] for d in _drift(HealthEvent, _variant("Grown", add="margin"))] == [
+        "margin"
+    ]
+    assert [d.split(":")[0] for d in _drift(HealthEvent, _variant("Less", drop="lag"))] == ["lag"]
+    assert [d.split(":")[0] for d in _drift(HealthEvent, _variant("Weak", retype="pattern"))] == [
+        "pattern"
+    ]
 
 
 def test_a_pattern_outside_the_diagnosis_vocabulary_is_an_invalid_line() -> None:

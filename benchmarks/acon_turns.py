@@ -9,7 +9,7 @@ ACON the raw trajectory, so the ClinDiag suite's T is chosen from this measureme
 first `--cases` Common cases (the paper's order) is played through the real environment with its
 offline provider (retrieval): one fixed, case-independent list of 29 questions a doctor asks
 (history, examination, laboratory, imaging, other tests), the 29 question calls the 30-call
-budget leaves before the submission. A turn is measured as ACON keeps it (`Turn`: the step label,
+budget leaves before the submission. A turn is measured as ACON keeps it (`Transition`: the step label,
 the action, the observation), in the token estimate every context method uses. Printed: the turn
 size (median, p90, max), and per threshold in how many cases the trigger fires within the
 budget and at which step it first fires (median over the cases that fire), assuming no summary
@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pos_agent.agents.context.settings import AconSettings
-from pos_agent.agents.context.turns import Turn
 from pos_agent.envs import list_tasks
 from pos_agent.envs.clindiag.data import ClinDiagData
 from pos_agent.envs.clindiag.environment import ClinDiagEnvironment
+from pos_agent.transition import Transition
 
 # (tool, question): the same for every case, in the order a doctor might ask them.
 QUESTIONS: tuple[tuple[str, str], ...] = (
@@ -70,32 +70,32 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
 DEFAULT_THRESHOLDS = (256, 384, 512, 768, 1024, 2048, 4096)
 
 
-def case_turns(case_id: str, data_dir: str | None = None) -> list[Turn]:
+def case_turns(case_id: str, data_dir: str | None = None) -> list[Transition]:
     """The 29 turns of one case, played through the environment offline."""
     env = ClinDiagEnvironment(case_id, split="common", data_dir=data_dir)
     env.reset()
-    turns: list[Turn] = []
+    turns: list[Transition] = []
     for tool, question in QUESTIONS:
         key = "question" if tool in ("ask_history", "ask_physical_exam") else "test"
         action = json.dumps({"tool": tool, "args": {key: question}})
         observation = env.step(action)
-        turns.append(Turn(len(turns) + 1, action, observation.text))
+        turns.append(Transition(len(turns) + 1, action, observation.text))
     env.close()
     return turns
 
 
-def rca_turns(case_id: str, data_dir: str | None = None, steps: int = 50) -> list[Turn]:
+def rca_turns(case_id: str, data_dir: str | None = None, steps: int = 50) -> list[Transition]:
     """The first `steps` turns of one RCA incident under the fixed round robin."""
     from benchmarks.baselines import record
 
     recording = record(case_id, Path(data_dir) if data_dir else None, steps)
     return [
-        Turn(i + 1, action, observation.text)
+        Transition(i + 1, action, observation.text)
         for i, (action, observation) in enumerate(recording.turns[:steps])
     ]
 
 
-def first_fire(turns: Sequence[Turn], threshold: int, keep_last: int) -> int | None:
+def first_fire(turns: Sequence[Transition], threshold: int, keep_last: int) -> int | None:
     """The step at whose decision the trigger first fires (no summary yet), or None."""
     for seen in range(1, len(turns) + 1):
         aged = turns[: max(0, seen - keep_last)]

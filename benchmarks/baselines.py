@@ -37,8 +37,7 @@ from pos_agent.agents.methods import METHODS as AGENT_METHODS
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
 from pos_agent.bench.suite import load_suite
-from pos_agent.envs import Observation, TaskKind, make_env
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
+from pos_agent.envs import BackendResult, BudgetedEnvironment, Observation, TaskKind, make_env
 from pos_agent.llm import CallWrapper, Completion, Request, ScriptedModel, TokenLedger
 from pos_agent.llm.backend import GenerationRequest
 from pos_agent.roles.limits import role_limits

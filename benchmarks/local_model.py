@@ -29,7 +29,7 @@ from pos_agent.llm import (
     ResponseCache,
     load_model,
 )
-from pos_agent.llm._local import LlamaCppBackend
+from pos_agent.llm.backend import LlamaCppBackend
 
 
 class BenchAction(BaseModel):

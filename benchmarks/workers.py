@@ -35,7 +35,7 @@ from pos_agent.bench.executors.local import available_cores
 from pos_agent.bench.runner import BenchConfig, run_bench
 from pos_agent.bench.suite import Suite, load_suite
 from pos_agent.events import EpisodeStartEvent, ModelCallEvent
-from pos_agent.llm._structured import minimal_instance
+from pos_agent.llm.backend import minimal_instance
 from pos_agent.trace import CaseResult, is_scored, read_events
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
+from pos_agent.envs import BackendResult, BudgetedEnvironment
 from pos_agent.envs.tools import (
     ToolCall,
     ToolCallError,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pos_agent.llm._structured import minimal_instance
+from pos_agent.llm.backend import minimal_instance
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from agent_fixtures import ACTIONS, Call, KitchenEnv, Script
 from pos_agent.agents.pos import PosAgent, PosConfig, RoleModels
 from pos_agent.agents.raw import RawAgent
-from pos_agent.envs._episode import BudgetedEnvironment
+from pos_agent.envs import BudgetedEnvironment
 from pos_agent.events import (
     BeliefCommitEvent,
     Event,

@@ -21,7 +21,7 @@ from pos_agent.bench.locks import FileLock
 from pos_agent.bench.run_folder import RunFolder
 from pos_agent.bench.runner import BenchConfig, run_bench
 from pos_agent.cli.app import app
-from pos_agent.llm._breaker import forget_breakers
+from pos_agent.llm.backend import forget_breakers
 from pos_agent.trace import SCORED_STATUSES, read_result
 
 TASKS = ["heat-mug", "cool-apple", "clean-cloth", "examine-book", "two-cds", "put-keychain"]

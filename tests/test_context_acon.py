@@ -6,17 +6,18 @@ from __future__ import annotations
 import pytest
 
 from context_fixtures import RoleScript, numbered, user_text
-from pos_agent.agents.context import AconMemory, AconSettings, ModelCaller, Turn
+from pos_agent.agents.context import AconMemory, AconSettings, ModelCaller
 from pos_agent.agents.context.settings import acon_settings, benchmark_family
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm.backend import BackendError
+from pos_agent.transition import Transition
 
 TASK = "find the key and open the chest"
 
 
-def turn(step: int, size: int = 200) -> Turn:
+def turn(step: int, size: int = 200) -> Transition:
     body = f"observation {step}: " + "x" * size
-    return Turn(step, f"action {step}", body)
+    return Transition(step, f"action {step}", body)
 
 
 def memory(script: RoleScript, threshold: int, keep: int = 3) -> AconMemory:
@@ -24,7 +25,7 @@ def memory(script: RoleScript, threshold: int, keep: int = 3) -> AconMemory:
     return AconMemory(TASK, settings, ModelCaller(script.model()))
 
 
-def aged_tokens(turns: list[Turn], keep: int = 3) -> int:
+def aged_tokens(turns: list[Transition], keep: int = 3) -> int:
     return sum(t.tokens for t in turns[: len(turns) - keep])
 
 

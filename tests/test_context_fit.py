@@ -15,10 +15,10 @@ from pos_agent.agents.fit import estimated_tokens, fit_to_window
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.events import ContextCutEvent
 from pos_agent.llm import Message, ScriptedModel
-from pos_agent.llm._backend import BackendError, GenerationRequest
 from pos_agent.llm._scripted import ScriptedItem, default_responder
-from pos_agent.roles.transition import Transition
+from pos_agent.llm.backend import BackendError, GenerationRequest
 from pos_agent.trace import read_events, read_result
+from pos_agent.transition import Transition
 
 CUT_METHODS = ("raw", "acon", "pace", "hiagent")
 # The policy prompts of these 40-step scripted episodes grow from about 600-830 to 1,330-1,590

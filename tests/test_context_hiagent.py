@@ -9,11 +9,11 @@ from pos_agent.agents.context import (
     HiAgentSettings,
     ModelCaller,
     SubgoalMemory,
-    Turn,
     decide_with_lookups,
     hiagent_resolver,
 )
 from pos_agent.agents.context.hiagent import parse_retrieve
+from pos_agent.transition import Transition
 
 TASK = "heat some mug and put it in cabinet"
 
@@ -28,7 +28,7 @@ def play(memory: SubgoalMemory, plan: list[tuple[str, str]]) -> None:
     for step, (subgoal, action) in enumerate(plan, start=1):
         memory.context()
         memory.set_subgoal(subgoal, step)
-        memory.add(Turn(step, action, f"You did {action}."))
+        memory.add(Transition(step, action, f"You did {action}."))
 
 
 def test_a_new_subgoal_folds_the_previous_one_with_one_cached_summary_call() -> None:
@@ -87,7 +87,7 @@ def test_retrieve_shows_the_originals_until_the_next_subgoal_and_spends_no_actio
     assert "You did take mug 1." in seen[1] and "You did heat mug 1 with microwave 1." in seen[1]
     assert env.steps_used == 0  # lookups never reach the environment
     env.step(action)
-    hi.add(Turn(play_step, action, "You open the microwave 1."))
+    hi.add(Transition(play_step, action, "You open the microwave 1."))
     assert env.steps_used == 1
     # Still shown at the next step under the same subgoal...
     hi.context()
@@ -129,7 +129,7 @@ def test_a_failed_summary_falls_back_to_the_last_observation_and_empty_subgoals_
 
 def test_turns_before_the_first_subgoal_stay_in_full() -> None:
     hi = memory(RoleScript({"summarizer": numbered("summary")}))
-    hi.add(Turn(1, "look", "You are in a kitchen."))
+    hi.add(Transition(1, "look", "You are in a kitchen."))
     assert "Before the first subgoal:" in hi.context().render()
     assert "No subgoal yet" in hi.context().render()
 

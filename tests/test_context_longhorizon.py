@@ -23,7 +23,7 @@ from pos_agent.agents.context.longhorizon import (
     parse_header,
     parse_manager_output,
 )
-from pos_agent.envs._episode import BackendResult
+from pos_agent.envs import BackendResult
 from pos_agent.envs.tools import (
     ToolCall,
     ToolCallError,

@@ -20,7 +20,6 @@ from pos_agent.agents.context import (
     PaceMemory,
     PaceSettings,
     RelevanceScorer,
-    Turn,
     decide_with_lookups,
     pace_resolver,
 )
@@ -34,6 +33,7 @@ from pos_agent.agents.context.pace import (
 from pos_agent.agents.context.relevance import words
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import ModelFailure
+from pos_agent.transition import Transition
 
 TASK = "heat some mug and put it in cabinet"
 
@@ -76,8 +76,10 @@ def pace(scorer: RelevanceScorer, script: RoleScript, budget: int = 10) -> PaceM
     return PaceMemory(TASK, PaceSettings(), ModelCaller(script.model()), scorer, step_budget=budget)
 
 
-def turn(step: int) -> Turn:
-    return Turn(step, f"go to place {step}", f"You arrive at place {step}. You see thing {step}.")
+def turn(step: int) -> Transition:
+    return Transition(
+        step, f"go to place {step}", f"You arrive at place {step}. You see thing {step}."
+    )
 
 
 # -- the math -----------------------------------------------------------------------------------

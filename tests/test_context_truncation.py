@@ -14,12 +14,12 @@ from pos_agent.agents.context import (
     LongHorizonSettings,
     ModelCaller,
     SubgoalMemory,
-    Turn,
 )
 from pos_agent.agents.context.calls import TRUNCATION_RETRY_FACTOR, cut_at_cap
 from pos_agent.agents.context.longhorizon import DecisionRequest, LongHorizonHarness
 from pos_agent.llm import Completion, Message, ModelFailure, ScriptedModel, ScriptedReply, Usage
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.transition import Transition
 
 CUT = "### REASONING\nThe agent opened the drawer and found"
 
@@ -68,8 +68,8 @@ def test_a_replayed_answer_that_spent_its_whole_cap_counts_as_cut() -> None:
     assert not cut_at_cap(completion(64, cached=False), 64)  # fresh: the backend's flag decides
 
 
-def acon_turn(step: int) -> Turn:
-    return Turn(step, f"action {step}", f"observation {step}: " + "x" * 200)
+def acon_turn(step: int) -> Transition:
+    return Transition(step, f"action {step}", f"observation {step}: " + "x" * 200)
 
 
 def test_acon_never_replaces_its_summary_with_a_cut_one() -> None:
@@ -100,7 +100,7 @@ def test_hiagent_falls_back_instead_of_keeping_a_cut_summary() -> None:
         "task", HiAgentSettings(summary_tokens=32), ModelCaller(ScriptedModel(respond))
     )
     memory.set_subgoal("find the key", 0)
-    memory.add(Turn(1, "open drawer 1", "You open the drawer 1. You see a key 1."))
+    memory.add(Transition(1, "open drawer 1", "You open the drawer 1. You see a key 1."))
     memory.set_subgoal("open the chest", 1)
     folded = memory.completed[0]
     assert folded.summary_failed and CUT not in (folded.summary or "")
@@ -144,7 +144,7 @@ def test_pace_never_keeps_a_cut_chunk_summary() -> None:
     caller = ModelCaller(ScriptedModel(respond))
     memory = PaceMemory("task", PaceSettings(), caller, LexicalScorer(), step_budget=10)
     for step in range(1, 5):
-        memory.add(Turn(step, f"go to place {step}", f"You arrive at place {step}."))
+        memory.add(Transition(step, f"go to place {step}", f"You arrive at place {step}."))
         memory.context(step)
     summarized = [c for c in memory.chunks.values() if c.detailed is not None]
     assert summarized, "the aged chunks were summarized"

@@ -10,8 +10,7 @@ import pytest
 
 from pos_agent.cost import CACHE_RULES, PrefixCache, cache_rule, shared_prefix
 from pos_agent.events import ModelCallEvent
-from pos_agent.llm import Completion, Message, TokenLedger
-from pos_agent.llm._types import Usage
+from pos_agent.llm import Completion, Message, TokenLedger, Usage
 from pos_agent.llm._usage import checked_usage
 from pos_agent.roles.caller import RoleCaller
 from pos_agent.trace import TraceWriter, read_events

@@ -18,6 +18,7 @@ from pos_agent.llm._cpu import (
     parse_system_info,
     uses_amx,
 )
+from pos_agent.llm._prompt_batch import probe_prompt_batch
 
 NATIVE_AMX_INFO = (
     "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "
@@ -85,7 +86,7 @@ def test_a_multi_token_prompt_batch_runs_in_process() -> None:
     """The path that segfaulted on AMX Xeons (ggml_backend_amx_mul_mat via a batch of more than
     one token), run in this process: if it crashes here, the test run dies with it."""
     pytest.importorskip("llama_cpp")
-    figures = _cpu.probe_prompt_batch(threads=2)
+    figures = probe_prompt_batch(threads=2)
     assert figures["prompt_tokens"] > 512  # more than one n_batch of 512
     assert figures["tokens_per_s"] and figures["tokens_per_s"] > 0
 

@@ -306,7 +306,7 @@ def test_the_raylet_started_for_a_run_kills_a_killed_cases_grandchildren(tmp_pat
 
 @pytest.mark.slow
 def test_the_cluster_limit_keeps_one_request_in_flight_per_model(tmp_path: Path) -> None:
-    from pos_agent.llm._ratelimit import RateLimits
+    from pos_agent.llm import RateLimits
 
     latency = 0.05
     with fake_openai(Behaviour(latency_s=latency)) as (url, behaviour):

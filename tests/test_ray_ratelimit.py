@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from pos_agent.llm._backend import BackendError, GenerationRequest
-from pos_agent.llm._openai import OpenAICompatibleBackend
-from pos_agent.llm._ratelimit import Gate, LocalLimiter, RateLimits, install, request_slot
-from pos_agent.llm._types import Message
+from pos_agent.llm import Gate, Message, RateLimits
+from pos_agent.llm._ratelimit import LocalLimiter, install, request_slot
+from pos_agent.llm.backend import BackendError, GenerationRequest, OpenAICompatibleBackend
 
 
 class Clock:

@@ -6,12 +6,12 @@ from pos_agent.belief import Belief, apply_patch, focus_keys, world_keys
 from pos_agent.health import HealthConfig, WindowStep, assess_window
 from pos_agent.recovery.constraint import (
     GENERIC_LINE,
-    Transition,
     allowed_actions,
     compose_recovery,
     generic_recovery,
     should_release,
 )
+from pos_agent.transition import Transition
 
 CONFIG = HealthConfig()
 

@@ -26,8 +26,7 @@ from pos_agent.bench.runner import BenchConfig, case_dir, run_bench
 from pos_agent.cli.app import app
 from pos_agent.envs import InfrastructureError
 from pos_agent.llm import ModelOptions, ScriptedModel
-from pos_agent.llm._openai import OPENAI_DEFAULT_BASE_URL
-from pos_agent.llm.backend import BackendError
+from pos_agent.llm.backend import OPENAI_DEFAULT_BASE_URL, BackendError
 
 REPO = Path(__file__).resolve().parents[1]
 

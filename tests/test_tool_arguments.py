@@ -23,15 +23,13 @@ from agent_fixtures import DESK_TOOLS, KitchenEnv, ToolDesk
 from pos_agent.agents.methods import METHODS
 from pos_agent.bench.agent_factory import build_agent
 from pos_agent.bench.spec import CaseSpec
-from pos_agent.envs import EnvError, list_tasks, make_env
-from pos_agent.envs._episode import BackendResult, BudgetedEnvironment
+from pos_agent.envs import BackendResult, BudgetedEnvironment, EnvError, list_tasks, make_env
 from pos_agent.envs.clindiag.environment import ClinDiagEnvironment
 from pos_agent.envs.loca.environment import LocaEnvironment
 from pos_agent.envs.rca.environment import RcaEnvironment
 from pos_agent.envs.tools import ToolCall, parse_tool_calls
 from pos_agent.llm import ScriptedModel, TokenLedger
-from pos_agent.llm._structured import minimal_instance
-from pos_agent.llm.backend import GenerationRequest
+from pos_agent.llm.backend import GenerationRequest, minimal_instance
 from pos_agent.roles import validate_action
 from pos_agent.roles.limits import SchemaBounds
 from pos_agent.roles.prompts import tools_block

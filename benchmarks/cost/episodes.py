@@ -165,7 +165,7 @@ class LocaReplay(ReplayEnv):
 
     def _backend_step(self, action: str) -> Any:
         if '"claim_done"' in action:
-            from pos_agent.envs._episode import BackendResult
+            from pos_agent.envs import BackendResult
 
             return BackendResult("Claimed done.", None, done=True)
         return super()._backend_step(action)

@@ -207,7 +207,7 @@ def server_run(steps: int) -> list[str]:
     """raw and pos on the alfworld episode against llama-cpp-python's server (prompt cache on):
     the server's reused prompt tokens next to the estimate."""
     from pos_agent.llm import ModelOptions, load_model
-    from pos_agent.llm._local import embedded_gguf_path
+    from pos_agent.llm.backend import embedded_gguf_path
 
     port = _free_port()
     lines: list[str] = []

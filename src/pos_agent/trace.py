@@ -21,7 +21,7 @@ from typing import IO, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from pos_agent.events import EVENT_KINDS, TRACE_VERSION, Event, TraceLines, parse_lines
-from pos_agent.llm._secrets import REDACTED, mask_key_like
+from pos_agent.llm import REDACTED, mask_key_like
 
 __all__ = [
     "EVENT_KINDS",

@@ -4,7 +4,8 @@ logic all read this record; `progress` and `state_before` are known only once th
 validated (the PoS loop and the monitor fill them).
 
 It is part of the core: importing it (as the monitor and the recovery logic do) loads no model
-machinery; only `tokens`, which the context methods read, asks the model layer's estimate."""
+machinery; only `tokens`, which the context methods read, asks the model layer's estimate.
+This module is its one home: import it from here (no package re-exports it)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class Transition:
     @property
     def tokens(self) -> int:
         """Estimated tokens of `render()` (the estimate the context methods' thresholds use)."""
-        from pos_agent.llm._backend import estimate_tokens
+        from pos_agent.llm.backend import estimate_tokens
 
         return estimate_tokens(self.render())
 

@@ -47,12 +47,12 @@ from pos_agent.agents.context.hiagent import SubgoalMemory
 from pos_agent.agents.context.lookups import Lookup, decide_with_lookups, split_lookups
 from pos_agent.agents.context.pace import PaceMemory
 from pos_agent.agents.context.settings import BaselineSettings
-from pos_agent.agents.context.turns import Turn
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import LookupEvent
 from pos_agent.llm import Message, Model, ModelOptions
 from pos_agent.roles.limits import RoleLimits
 from pos_agent.roles.schemas import PolicyAnswer, action_text, decision_schema, with_subgoal
+from pos_agent.transition import Transition
 
 
 def _acon(agent: ContextAgent, env: Environment, caller: ModelCaller) -> ContextMethod:
@@ -151,7 +151,7 @@ class ContextAgent(BackboneAgent):
                 episode.degraded_steps += degraded
                 observation = env.step(decision.action)
                 self.record_step(episode, t + 1, decision.action, observation, degraded=degraded)
-                method.add(Turn(t + 1, decision.action, observation.text))
+                method.add(Transition(t + 1, decision.action, observation.text))
                 recent = [*recent[-1:], decision.action]
                 if observation.done:
                     break

@@ -35,11 +35,11 @@ from pos_agent.agents.context.longhorizon import (
     Round,
 )
 from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
-from pos_agent.agents.context.turns import Turn
 from pos_agent.envs import Environment, Observation
 from pos_agent.events import ActionEvent, DegradedEvent, RoundAuditEvent, RoundPlanEvent
 from pos_agent.llm import Model
 from pos_agent.roles.schemas import action_text, decision_schema
+from pos_agent.transition import Transition
 
 
 class LongHorizonAgent(BackboneAgent):
@@ -216,7 +216,7 @@ class _Run:
         self.thought = str(getattr(answer, "thought", ""))
         return action
 
-    def acted(self, role: str, turn: Turn, observation: Observation) -> None:
+    def acted(self, role: str, turn: Transition, observation: Observation) -> None:
         """An environment action was taken (executor, auditor query, or the final answer)."""
         self.observation = observation
         self.call.emit(ActionEvent(step=turn.step - 1, action=turn.action, thought=self.thought))

@@ -16,7 +16,7 @@ from typing import Literal
 from pos_agent.agents.baselines import BASELINES
 from pos_agent.agents.context_agent import EMBEDDING_METHODS
 from pos_agent.agents.pos.config import VARIANT_PARTS, VARIANTS
-from pos_agent.llm._types import POS_ROLES
+from pos_agent.llm import POS_ROLES
 
 MethodKind = Literal["pos", "baseline", "raw", "expert"]
 

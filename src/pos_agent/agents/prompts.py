@@ -20,7 +20,7 @@ from pos_agent.roles.prompts import (
     part_ends,
     tools_block,
 )
-from pos_agent.roles.transition import Transition, render_transitions
+from pos_agent.transition import Transition, render_transitions
 
 __all__ = ["actions_block", "clip", "tools_block"]  # shared parts, re-exported for the baselines
 

@@ -30,7 +30,7 @@ from pos_agent.envs import Environment, Observation
 from pos_agent.llm import Message
 from pos_agent.roles.limits import RoleLimits
 from pos_agent.roles.schemas import decision_schema
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 
 class RawAgent(BackboneAgent):

@@ -6,6 +6,7 @@ from pos_agent.belief.active_gap import (
     select_active_gap,
     with_first_gap,
 )
+from pos_agent.belief.draft import PatchOutcome, RejectedOp
 from pos_agent.belief.keys import Projection, focus_keys, project, world_keys
 from pos_agent.belief.model import (
     SOURCES,
@@ -18,14 +19,8 @@ from pos_agent.belief.model import (
     State,
     normalize_text,
 )
-from pos_agent.belief.patch import (
-    PATCH_OPS,
-    PatchOpName,
-    PatchOutcome,
-    RejectedOp,
-    apply_patch,
-    apply_patch_detailed,
-)
+from pos_agent.belief.ops import PATCH_OPS, PatchOpName
+from pos_agent.belief.patch import apply_patch, apply_patch_detailed
 from pos_agent.belief.render import render_belief
 from pos_agent.kinds import GAP_KINDS
 

@@ -36,8 +36,7 @@ from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.recorder import DISK_FULL, CaseRecorder, Outcome, RecordError
 from pos_agent.bench.spec import CaseSpec, ModelLoader
 from pos_agent.bench.time_limit import CaseTimeout, wall_clock_limit, where_it_stopped
-from pos_agent.envs import EnvError, Environment, InfrastructureError, make_env
-from pos_agent.envs._registry import accepts_option
+from pos_agent.envs import EnvError, Environment, InfrastructureError, accepts_option, make_env
 from pos_agent.events import DegradedEvent
 from pos_agent.llm import (
     Model,

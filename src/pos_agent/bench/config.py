@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pos_agent.llm._ratelimit import RateLimits
+from pos_agent.llm import RateLimits
 
 
 @dataclass

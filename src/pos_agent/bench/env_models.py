@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pos_agent.envs._registry import canonical_env, env_model_roles
+from pos_agent.envs import canonical_env, env_model_roles
 from pos_agent.events import ModelCallEvent, ModelFailureEvent
 from pos_agent.llm import (
     CallWrapper,

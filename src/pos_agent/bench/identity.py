@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.env_models import resolve_env_models
-from pos_agent.envs._registry import canonical_env, env_model_roles
+from pos_agent.envs import canonical_env, env_model_roles
 from pos_agent.llm import DEFAULT_CACHE_RULE, ModelOptions, effective_server
 from pos_agent.trace import redact_record
 
@@ -160,13 +160,13 @@ def describe_changes(
         lines.append(f"{len(dropped)} case(s) of the run not asked for: {_some(dropped, shown)}")
     changed: dict[str, tuple[set[str], set[str]]] = {}
     for folder in sorted(set(old_cases) & set(new_cases)):
-        old, new = _flat(old_cases[folder]), _flat(new_cases[folder])
+        old, new = flat_settings(old_cases[folder]), flat_settings(new_cases[folder])
         for name in sorted(set(old) | set(new)):
             if old.get(name, "-") != new.get(name, "-"):
                 was, now = changed.setdefault(name, (set(), set()))
                 was.add(old.get(name, "-"))
                 now.add(new.get(name, "-"))
-    old_flat, new_flat = _flat(old_options), _flat(new_options)
+    old_flat, new_flat = flat_settings(old_options), flat_settings(new_options)
     for name in sorted(set(old_flat) | set(new_flat)):
         if old_flat.get(name, "-") != new_flat.get(name, "-"):
             changed[name] = ({old_flat.get(name, "-")}, {new_flat.get(name, "-")})
@@ -175,12 +175,16 @@ def describe_changes(
     return lines
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def flat_settings(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested settings as one level, `{"a": {"b": 1}}` as `{"a.b": "1"}`, each value as JSON
+    with sorted keys: two values read the same exactly when they are equal (`1` is not `"1"`,
+    `null` is not `"None"`, and key order inside a value does not count). The one encoding both
+    the run folder's and the report's comparisons of settings use."""
     out: dict[str, str] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{name}."))
+            out.update(flat_settings(value, f"{name}."))
         else:
             out[name] = json.dumps(value, sort_keys=True)
     return out

@@ -46,8 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pos_agent.agents.context.settings import baseline_settings, option_names, with_options
 from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.env_models import parse_env_models, resolve_env_models
-from pos_agent.envs._registry import env_model_roles
-from pos_agent.envs._types import EnvError
+from pos_agent.envs import EnvError, env_model_roles
 from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.roles.limits import ProfileName, SchemaBounds
 

@@ -21,8 +21,7 @@ from pos_agent.bench.suite import Suite, builtin_suites, load_suite
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.cli.common import console, progress_bar, shown
-from pos_agent.llm import wants_context_per_role
-from pos_agent.llm._ratelimit import RateLimits
+from pos_agent.llm import RateLimits, wants_context_per_role
 from pos_agent.trace import STATUS_MEANINGS, CaseResult, is_scored
 
 Executor = Literal["local", "ray"]

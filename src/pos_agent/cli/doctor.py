@@ -22,7 +22,7 @@ from rich.table import Table
 
 from pos_agent.cli.app import app
 from pos_agent.cli.common import shown
-from pos_agent.envs._registry import env_entries
+from pos_agent.envs import env_entries
 from pos_agent.envs.alfworld import alfworld_data_dir
 from pos_agent.llm import ModelOptions, StructuredMode, probe, wants_context_per_role
 from pos_agent.llm.backend import MODE_NAMES
@@ -131,7 +131,7 @@ def check_alfworld_data(environ: Mapping[str, str] | None = None) -> Check:
 
 def check_cpu() -> Check:
     """The CPU's relevant flags against what the installed llama.cpp was compiled to use."""
-    from pos_agent.llm._cpu import (
+    from pos_agent.llm import (
         PORTABLE_BUILD_NEEDS,
         REBUILD,
         REPORTED_FLAGS,
@@ -173,7 +173,7 @@ def check_prompt_batch(spec: str = "local", timeout_s: float = 600.0) -> Check:
     process lets the doctor report a crash instead of dying of it.
     """
     name = f"prompt batch {spec}"
-    command = [sys.executable, "-m", "pos_agent.llm._cpu"]
+    command = [sys.executable, "-m", "pos_agent.llm._prompt_batch"]
     if spec.startswith("gguf:"):
         command.append(str(Path(spec.removeprefix("gguf:")).expanduser()))
     try:
@@ -186,7 +186,7 @@ def check_prompt_batch(spec: str = "local", timeout_s: float = 600.0) -> Check:
         signal_name = {-11: "SIGSEGV", -4: "SIGILL", -9: "SIGKILL"}.get(
             run.returncode, f"signal {-run.returncode}"
         )
-        from pos_agent.llm._cpu import REBUILD
+        from pos_agent.llm import REBUILD
 
         return Check(name, "fail", f"llama.cpp crashed ({signal_name})", REBUILD)
     if run.returncode != 0:

@@ -18,11 +18,12 @@ from pos_agent.envs import (
     Environment,
     InfrastructureError,
     Observation,
+    canonical_env,
+    env_entry,
     list_envs,
     list_tasks,
     make_env,
 )
-from pos_agent.envs._registry import canonical_env, env_entry
 from pos_agent.llm import printable
 
 # Exit codes of `pos play`.

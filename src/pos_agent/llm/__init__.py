@@ -6,19 +6,34 @@ accounting (DESIGN.md section 5).
     answer = model.complete([Message("user", "...")], schema=Action, max_tokens=256)
     answer.parsed                                      # a validated Action
 
-This is what a library user needs. Writing a backend of your own takes the parts in
-`pos_agent.llm.backend` (see docs/adding-a-backend.md).
+This is what a library user needs, and what the rest of `pos_agent` takes from the model layer:
+the roles, the rate limits that every process calling one model shares, the checks of the CPU
+the embedded model runs on, and the helpers that keep keys out of records. Writing a backend of
+your own takes the parts in `pos_agent.llm.backend` (see docs/adding-a-backend.md).
 """
 
 import warnings
 from typing import Any
 
 from pos_agent.llm._cache import ResponseCache
-from pos_agent.llm._ledger import DEFAULT_CACHE_RULE, CallTotals, TokenLedger
+from pos_agent.llm._cpu import (
+    PORTABLE_BUILD_NEEDS,
+    REBUILD,
+    REPORTED_FLAGS,
+    compiled_cpu_features,
+    cpu_flags,
+    cpu_model,
+    llama_features,
+    missing_cpu_features,
+    uses_amx,
+)
+from pos_agent.llm._ledger import DEFAULT_CACHE_RULE, CacheCount, CallTotals, TokenLedger
 from pos_agent.llm._load import load_model
 from pos_agent.llm._options import CacheMode, ModelOptions
 from pos_agent.llm._preflight import ProbeOutcome, preflight, probe
 from pos_agent.llm._printable import printable
+from pos_agent.llm._ratelimit import Gate, Limiter, RateLimits
+from pos_agent.llm._ratelimit import install as install_limiter
 from pos_agent.llm._registry import (
     DEFAULT_SPEC,
     ModelSpec,
@@ -28,9 +43,19 @@ from pos_agent.llm._registry import (
 )
 from pos_agent.llm._reliable import ReliableModel
 from pos_agent.llm._scripted import ScriptedModel, ScriptedReply
+from pos_agent.llm._secrets import (
+    REDACTED,
+    mask_key_like,
+    public_url,
+    redact,
+    url_secrets,
+    warn_if_key_goes_in_clear,
+)
 from pos_agent.llm._types import (
     FAILURE_KINDS,
+    INTERNAL_ROLES,
     MAX_CACHE_BREAKPOINTS,
+    POS_ROLES,
     ROLES,
     STRUCTURED_MODES,
     CallWrapper,
@@ -51,20 +76,30 @@ __all__ = [
     "DEFAULT_CACHE_RULE",
     "DEFAULT_SPEC",
     "FAILURE_KINDS",
+    "INTERNAL_ROLES",
     "MAX_CACHE_BREAKPOINTS",
+    "PORTABLE_BUILD_NEEDS",
+    "POS_ROLES",
+    "REBUILD",
+    "REDACTED",
+    "REPORTED_FLAGS",
     "ROLES",
     "STRUCTURED_MODES",
+    "CacheCount",
     "CacheMode",
     "CallTotals",
     "CallWrapper",
     "Completion",
     "FailureKind",
+    "Gate",
+    "Limiter",
     "Message",
     "Model",
     "ModelFailure",
     "ModelOptions",
     "ModelSpec",
     "ProbeOutcome",
+    "RateLimits",
     "ReliableModel",
     "Request",
     "ResponseCache",
@@ -75,14 +110,26 @@ __all__ = [
     "TokenLedger",
     "Usage",
     "breakpoints_at",
+    "compiled_cpu_features",
+    "cpu_flags",
+    "cpu_model",
     "effective_server",
+    "install_limiter",
+    "llama_features",
     "load_model",
+    "mask_key_like",
+    "missing_cpu_features",
     "parse_spec",
     "preflight",
     "printable",
     "probe",
+    "public_url",
+    "redact",
     "request_breakpoints",
+    "url_secrets",
+    "uses_amx",
     "wants_context_per_role",
+    "warn_if_key_goes_in_clear",
 ]
 
 # Names that moved to pos_agent.llm.backend; still importable from here, with a warning, so

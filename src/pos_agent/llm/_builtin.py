@@ -51,7 +51,7 @@ def gguf(target: str, options: ModelOptions) -> Backend:
 
 def openai_server(options: ModelOptions) -> str:
     """The server of `openai:` specs: the option, else OPENAI_BASE_URL, else OpenAI's API."""
-    from pos_agent.llm._openai import OPENAI_DEFAULT_BASE_URL
+    from pos_agent.llm._openai_http import OPENAI_DEFAULT_BASE_URL
 
     return _configured_url(options) or OPENAI_DEFAULT_BASE_URL
 
@@ -123,7 +123,7 @@ def dashscope(target: str, options: ModelOptions) -> Backend:
 
 def require_httpx() -> None:
     """BackendError(kind="config") naming the `openai` extra when httpx is missing."""
-    from pos_agent.llm._openai import openai_available
+    from pos_agent.llm._openai_http import openai_available
 
     if not openai_available():
         raise BackendError("config", INSTALL_OPENAI, retryable=False)

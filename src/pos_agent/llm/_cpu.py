@@ -4,7 +4,7 @@ llama-cpp-python builds llama.cpp from source. Built for the build host's CPU (`
 the library may use instructions another machine lacks (SIGILL), and on Xeons with AMX ggml's
 AMX matrix multiply crashed (SIGSEGV) as soon as a prompt batch held more than one token. The
 project builds a portable x86-64-v3 library (pyproject.toml); these helpers let the runtime and
-`pos doctor` check what is actually loaded.
+`pos doctor` check what is actually loaded (`_prompt_batch.py` runs the path that crashed).
 """
 
 from __future__ import annotations
@@ -140,46 +140,3 @@ def amx_buffers_off(active: bool) -> Iterator[None]:
         yield
     finally:
         bindings.llama_model_default_params = original
-
-
-# -- the prompt-batch probe: the path that crashed, run in a child process by `pos doctor` -------
-
-PROBE_PROMPT_WORDS = 200  # a few hundred tokens: one multi-token batch through ggml's matmul
-
-
-def probe_prompt_batch(path: Path | None = None, threads: int | None = None) -> dict[str, Any]:
-    """Evaluate a multi-token prompt with a local GGUF model (the embedded one by default).
-
-    Returns prompt tokens, seconds and tokens per second. Run it in a child process when a
-    crash must not take the caller down (`pos doctor` does).
-    """
-    import os
-    import time
-
-    from pos_agent.llm._local import LlamaCppBackend, embedded_gguf_path
-
-    backend = LlamaCppBackend(
-        path or embedded_gguf_path(), n_ctx=2048, n_threads=threads or os.cpu_count() or 1
-    )
-    llama = backend.llama
-    tokens = llama.tokenize(
-        ("The belief holds what the agent knows. " * PROBE_PROMPT_WORDS).encode()
-    )
-    tokens = tokens[:1024]
-    llama.reset()
-    started = time.perf_counter()
-    llama.eval(tokens)
-    seconds = time.perf_counter() - started
-    return {
-        "prompt_tokens": len(tokens),
-        "seconds": round(seconds, 3),
-        "tokens_per_s": round(len(tokens) / seconds, 1) if seconds > 0 else None,
-    }
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    given = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-    sys.stdout.write(json.dumps(probe_prompt_batch(given)) + "\n")

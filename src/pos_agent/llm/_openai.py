@@ -9,16 +9,25 @@ broken set-up instead of being taken for an empty answer.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
-from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
+from pos_agent.llm._http import HttpReply
 from pos_agent.llm._native_tools import decision_text, tool_functions
+from pos_agent.llm._openai_http import (
+    DEFAULT_MAX_REPLY_BYTES,
+    DETAIL_CHARS,
+    OPENAI_DEFAULT_BASE_URL,
+    api_endpoint,
+    error_text,
+    post_or_raise,
+    raw_text,
+    request_headers,
+    retry_after_s,
+)
 from pos_agent.llm._ratelimit import request_slot
 from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
 from pos_agent.llm._server_modes import (
@@ -33,10 +42,6 @@ from pos_agent.llm._server_modes import (
 from pos_agent.llm._types import Message, StructuredMode, Usage, request_breakpoints
 from pos_agent.llm._usage import checked_usage
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
-_DETAIL_CHARS = 500
-_CLASSIFY_BYTES = 8192
 _BASE_URL_HINT = (
     "check --base-url: it should be the server's API root that serves /chat/completions, "
     "usually ending in /v1"
@@ -45,79 +50,6 @@ OVERFLOW_HINT = (
     "the conversation is longer than the model's context window; resending it cannot help "
     "(--context-window TOKENS makes every history-based method cut its history to fit)"
 )
-
-
-def openai_available() -> bool:
-    """Whether the HTTP client this backend needs (the `openai` extra) is installed."""
-    return importlib.util.find_spec("httpx") is not None
-
-
-def api_endpoint(full_url: str, path: str, secrets: tuple[str, ...] = ()) -> Any:
-    """`path` under the API root `full_url`, as an httpx URL; BackendError(config) when the
-    root is not an http(s) URL. Shared by the chat backend and PACE's embeddings."""
-    import httpx
-
-    try:
-        url = httpx.URL(full_url)
-        endpoint = url.copy_with(path=url.path.rstrip("/") + "/" + path)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise BackendError(
-            "config",
-            redact(f"--base-url {full_url!r} is not a valid URL ({exc})", secrets),
-            retryable=False,
-        ) from None
-    if endpoint.scheme not in ("http", "https"):
-        raise BackendError(
-            "config",
-            f"--base-url must start with http:// or https://, not {public_url(full_url)!r}",
-            retryable=False,
-        )
-    return endpoint
-
-
-def request_headers(api_key: str | None) -> dict[str, str]:
-    """The headers of every request: JSON, our user agent, and the key when there is one."""
-    headers = {"accept": "application/json", "user-agent": _user_agent()}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    return headers
-
-
-def post_or_raise(
-    client: Any,
-    url: Any,
-    payload: dict[str, Any],
-    headers: dict[str, str],
-    *,
-    timeout_s: float,
-    max_bytes: int,
-    where: str,
-    secrets: tuple[str, ...],
-) -> HttpReply:
-    """`post_json` with its failures as BackendErrors: a missed deadline is a retryable
-    timeout, an unusable URL a config error, anything else on the wire a retryable transport
-    error. Any HTTP status is returned, for the caller to judge."""
-    import httpx
-
-    try:
-        return post_json(client, url, payload, headers, timeout_s=timeout_s, max_bytes=max_bytes)
-    except (DeadlineExceeded, httpx.TimeoutException):
-        raise BackendError(
-            "timeout",
-            f"no complete answer from {where} within {timeout_s:g}s "
-            "(timeout_s is the limit of the whole request)",
-            retryable=True,
-        ) from None
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise BackendError(
-            "config", redact(f"cannot use {where}: {exc}", secrets), retryable=False
-        ) from None
-    except httpx.HTTPError as exc:
-        raise BackendError(
-            "transport",
-            redact(f"cannot reach {where}: {exc}; is the server running?", secrets),
-            retryable=True,
-        ) from None
 
 
 class OpenAICompatibleBackend:
@@ -181,7 +113,7 @@ class OpenAICompatibleBackend:
                 )
             if reply.status >= 300:
                 detail = self._clean(error_text(reply))
-                if says_context_overflow(reply.status, self._clean(_raw_text(reply))):
+                if says_context_overflow(reply.status, self._clean(raw_text(reply))):
                     raise self._overflow(f"{self.base_url} (HTTP {reply.status})", detail)
                 if self._adapt_to(reply.status, detail, mode):
                     continue
@@ -238,7 +170,7 @@ class OpenAICompatibleBackend:
         return BackendError(
             "context_overflow",
             f"{where} refused the prompt as too long for model {self.model_id!r}: "
-            f"{detail[:_DETAIL_CHARS]}; {OVERFLOW_HINT}",
+            f"{detail[:DETAIL_CHARS]}; {OVERFLOW_HINT}",
             retryable=False,
             outage=False,
         )
@@ -246,7 +178,7 @@ class OpenAICompatibleBackend:
     def _status_error(self, reply: HttpReply, detail: str) -> BackendError:
         status = reply.status
         where = f"{self.base_url} (HTTP {status})"
-        detail = detail[:_DETAIL_CHARS]
+        detail = detail[:DETAIL_CHARS]
         if status in (401, 403):
             has_key = "authorization" in self._headers
             what = "rejected the API key" if has_key else "wants an API key"
@@ -374,8 +306,8 @@ class OpenAICompatibleBackend:
                 retryable=False,
             ) from None
         if isinstance(body, dict) and isinstance(body.get("error"), dict | str):
-            detail = self._clean(error_text(reply))[:_DETAIL_CHARS]
-            if says_context_overflow(400, self._clean(_raw_text(reply))):
+            detail = self._clean(error_text(reply))[:DETAIL_CHARS]
+            if says_context_overflow(400, self._clean(raw_text(reply))):
                 raise self._overflow(where, detail)
             raise BackendError("config", f"{where} with an error: {detail}", retryable=False)
         choices = body.get("choices") if isinstance(body, dict) else None
@@ -479,46 +411,3 @@ def _kind_of(value: Any) -> str:
 
 def _utf8_size(text: str) -> int:
     return len(text.encode("utf-8", errors="surrogatepass"))
-
-
-def _raw_text(reply: HttpReply) -> str:
-    """The whole error body as text (codes and types included), for classifying it."""
-    return reply.body[:_CLASSIFY_BYTES].decode("utf-8", errors="replace")
-
-
-def error_text(reply: HttpReply) -> str:
-    raw = reply.body.decode("utf-8", errors="replace")
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return raw.strip()[:_DETAIL_CHARS] or "(no message)"
-    if isinstance(body, dict):
-        inner = body.get("error", body.get("detail", body))
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-        if isinstance(inner, list):  # FastAPI's validation errors
-            return json.dumps(inner, ensure_ascii=False)[:_DETAIL_CHARS]
-    return raw.strip()[:_DETAIL_CHARS]
-
-
-def retry_after_s(headers: dict[str, str]) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if seconds >= 0:
-            return seconds
-    return None
-
-
-def _user_agent() -> str:
-    try:
-        return f"pos-agent/{importlib.metadata.version('pos-agent')}"
-    except importlib.metadata.PackageNotFoundError:
-        return "pos-agent"

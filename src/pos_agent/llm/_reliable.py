@@ -67,6 +67,28 @@ class _Spent:
         return "; ".join(dict.fromkeys(self.usage_notes)) or None
 
 
+def _verdict(reply: RawReply, schema: type[BaseModel] | None) -> BaseModel | OutputProblem | None:
+    """The reply's parsed answer (None without a schema), or what is wrong with it."""
+    if reply.defect is not None:
+        return OutputProblem("schema", reply.defect)
+    return interpret_output(reply.text, truncated=reply.truncated, schema=schema)
+
+
+def _out_of_repairs(
+    reply: RawReply, problem: OutputProblem, repairs: int, spent: _Spent
+) -> ModelFailure:
+    return ModelFailure(
+        problem.kind,
+        f"{problem.detail} (after {repairs} repair turn(s); raise max_repairs or "
+        "max_tokens, simplify the schema, or use a stronger model)",
+        attempts=spent.attempts,
+        last_text=without_surrogates(reply.text),
+        usage=spent.usage,
+        structured_mode=spent.structured_mode,
+        sent=spent.sent,
+    )
+
+
 class ReliableModel(CallWrapper):
     """A `Model` made of a backend plus the shared reliability logic.
 
@@ -154,35 +176,14 @@ class ReliableModel(CallWrapper):
     ) -> Completion:
         _check_arguments(messages, max_tokens, temperature)
         schema_json = _schema_json(schema)
-        request = CacheRequest(
-            backend=self.backend.name,
-            model=self.backend.model_id,
-            base_url=self.backend.base_url,
-            messages=tuple(messages),
-            schema=schema_json,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=self.options.seed,
-            max_repairs=self.options.max_repairs,
-        )
+        request = self._cache_request(messages, schema_json, max_tokens, temperature)
         if self.cache is not None and self.cache.readable:
             hit = self.cache.get(request.key())
             if hit is not None:
                 replayed = self._replay(hit, schema, started)
                 if replayed is not None:
                     return replayed
-
-        in_prompt = self.options.schema_in_prompt
-        if in_prompt is None:
-            in_prompt = not getattr(self.backend, "constrains_output", False)
-        # Text that is not valid Unicode (a lone surrogate, say from a tool's output) cannot be
-        # encoded for any backend; it is sent with U+FFFD in its place.
-        sendable = [replace(m, content=without_surrogates(m.content)) for m in messages]
-        conversation = (
-            with_schema_instruction(sendable, schema_json)
-            if schema_json and in_prompt
-            else sendable
-        )
+        conversation = self._conversation(messages, schema_json)
         spent = _Spent()
         repairs = 0
         previous: tuple[str, OutputProblem] | None = None
@@ -198,27 +199,8 @@ class ReliableModel(CallWrapper):
                 role=role,
                 purpose=purpose,
             )
-            try:
-                reply = self._generate_with_retries(generation, spent)
-            except ModelFailure as send_failure:
-                if previous is None or send_failure.kind not in ("config", "context_overflow"):
-                    raise
-                # The repair turn itself could not be sent (say, it overflowed the context):
-                # report the output problem that needed repairing, which is the real cause.
-                text, problem = previous
-                raise ModelFailure(
-                    problem.kind,
-                    f"{problem.detail}; the repair turn failed: {send_failure.message}",
-                    attempts=spent.attempts,
-                    last_text=text,
-                    usage=spent.usage,
-                    sent=spent.sent,
-                ) from None
-            verdict: BaseModel | OutputProblem | None
-            if reply.defect is not None:
-                verdict = OutputProblem("schema", reply.defect)
-            else:
-                verdict = interpret_output(reply.text, truncated=reply.truncated, schema=schema)
+            reply = self._send(generation, spent, previous)
+            verdict = _verdict(reply, schema)
             if not isinstance(verdict, OutputProblem):
                 completion = Completion(
                     text=reply.text,
@@ -236,16 +218,7 @@ class ReliableModel(CallWrapper):
                 self._store(request, completion, spent.attempts)
                 return completion
             if repairs >= self.options.max_repairs:
-                failure = ModelFailure(
-                    verdict.kind,
-                    f"{verdict.detail} (after {repairs} repair turn(s); raise max_repairs or "
-                    "max_tokens, simplify the schema, or use a stronger model)",
-                    attempts=spent.attempts,
-                    last_text=without_surrogates(reply.text),
-                    usage=spent.usage,
-                    structured_mode=spent.structured_mode,
-                    sent=spent.sent,
-                )
+                failure = _out_of_repairs(reply, verdict, repairs, spent)
                 self._store_failure(request, failure, time.perf_counter() - started)
                 raise failure
             repairs += 1
@@ -256,6 +229,65 @@ class ReliableModel(CallWrapper):
                     reply.text, verdict, max_tokens=max_tokens, structured=schema is not None
                 )
             )
+
+    def _cache_request(
+        self,
+        messages: Sequence[Message],
+        schema_json: JsonSchema | None,
+        max_tokens: int,
+        temperature: float,
+    ) -> CacheRequest:
+        """The request as the response cache keys it."""
+        return CacheRequest(
+            backend=self.backend.name,
+            model=self.backend.model_id,
+            base_url=self.backend.base_url,
+            messages=tuple(messages),
+            schema=schema_json,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=self.options.seed,
+            max_repairs=self.options.max_repairs,
+        )
+
+    def _conversation(
+        self, messages: Sequence[Message], schema_json: JsonSchema | None
+    ) -> list[Message]:
+        """The messages as sent: sendable text, and the schema in the prompt when asked for (by
+        default, when the backend does not constrain its output to the schema itself)."""
+        in_prompt = self.options.schema_in_prompt
+        if in_prompt is None:
+            in_prompt = not getattr(self.backend, "constrains_output", False)
+        # Text that is not valid Unicode (a lone surrogate, say from a tool's output) cannot be
+        # encoded for any backend; it is sent with U+FFFD in its place.
+        sendable = [replace(m, content=without_surrogates(m.content)) for m in messages]
+        if schema_json and in_prompt:
+            return with_schema_instruction(sendable, schema_json)
+        return sendable
+
+    def _send(
+        self,
+        generation: GenerationRequest,
+        spent: _Spent,
+        previous: tuple[str, OutputProblem] | None,
+    ) -> RawReply:
+        """One generation, with retries. When a repair turn itself cannot be sent (say, it
+        overflowed the context), the failure is the output problem that needed repairing,
+        which is the real cause."""
+        try:
+            return self._generate_with_retries(generation, spent)
+        except ModelFailure as send_failure:
+            if previous is None or send_failure.kind not in ("config", "context_overflow"):
+                raise
+            text, problem = previous
+            raise ModelFailure(
+                problem.kind,
+                f"{problem.detail}; the repair turn failed: {send_failure.message}",
+                attempts=spent.attempts,
+                last_text=text,
+                usage=spent.usage,
+                sent=spent.sent,
+            ) from None
 
     def _generate_with_retries(self, request: GenerationRequest, spent: _Spent) -> RawReply:
         options = self.options

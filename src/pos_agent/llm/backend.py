@@ -7,6 +7,10 @@ new backend needs this module; docs/adding-a-backend.md shows a complete one.
 
     register_backend(BackendEntry("echo", EchoBackend.from_spec, target="TEXT"))
     load_model("echo:hello")
+
+It also holds the built-in backends and the parts of their HTTP client that another client of an
+OpenAI-compatible server reuses (the embeddings of `pos_agent.agents.context` do): the endpoint
+and its key, the request headers, the bounded POST, error texts and Retry-After.
 """
 
 from pos_agent.llm._backend import (
@@ -18,7 +22,19 @@ from pos_agent.llm._backend import (
     estimate_tokens,
 )
 from pos_agent.llm._breaker import CircuitBreaker, breaker_for, forget_breakers
+from pos_agent.llm._builtin import HttpEndpoint, http_endpoint, require_httpx
 from pos_agent.llm._cache import CachedOutcome, CacheRequest, cache_key
+from pos_agent.llm._http import HttpReply
+from pos_agent.llm._local import LlamaCppBackend, embedded_gguf_path
+from pos_agent.llm._openai import OpenAICompatibleBackend
+from pos_agent.llm._openai_http import (
+    OPENAI_DEFAULT_BASE_URL,
+    api_endpoint,
+    error_text,
+    post_or_raise,
+    request_headers,
+    retry_after_s,
+)
 from pos_agent.llm._registry import (
     BackendEntry,
     BackendFactory,
@@ -34,6 +50,7 @@ from pos_agent.llm._usage import plausible_count, prompt_bound
 
 __all__ = [
     "MODE_NAMES",
+    "OPENAI_DEFAULT_BASE_URL",
     "SERVER_MODES",
     "Backend",
     "BackendEntry",
@@ -44,21 +61,33 @@ __all__ = [
     "CachedOutcome",
     "CircuitBreaker",
     "GenerationRequest",
+    "HttpEndpoint",
+    "HttpReply",
     "JsonSchema",
+    "LlamaCppBackend",
+    "OpenAICompatibleBackend",
     "RawReply",
     "ScriptedBackend",
+    "api_endpoint",
     "backend_entries",
     "backoff_delay",
     "breaker_for",
     "cache_key",
+    "embedded_gguf_path",
+    "error_text",
     "estimate_tokens",
     "forget_breakers",
     "forget_servers",
+    "http_endpoint",
     "json_schema_of",
     "known_mode",
     "minimal_instance",
     "plausible_count",
+    "post_or_raise",
     "prompt_bound",
     "register_backend",
+    "request_headers",
+    "require_httpx",
+    "retry_after_s",
     "spec_forms",
 ]

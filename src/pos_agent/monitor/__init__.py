@@ -20,13 +20,13 @@ arguments (timestamps, ids, durations, ...) are normalised first. See docs/monit
 from pos_agent.monitor.actions import ActionKey, ToolCall, canonical_action
 from pos_agent.monitor.alarm import Advice, AdviceKind, AlarmPolicy, Escalation
 from pos_agent.monitor.keys import Facts
-from pos_agent.monitor.monitor import (
+from pos_agent.monitor.monitor import TrapMonitor
+from pos_agent.monitor.report import (
     BeliefSource,
     MonitorReport,
     ProgressFn,
     ProgressSource,
     Reading,
-    TrapMonitor,
 )
 from pos_agent.monitor.volatile import DEFAULT_RULES, Normaliser, VolatileRule, normalise
 

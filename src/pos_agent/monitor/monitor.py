@@ -1,16 +1,19 @@
-"""`TrapMonitor`: Belief-Trapping detection for any agent loop, one call per step."""
+"""`TrapMonitor`: Belief-Trapping detection for any agent loop, one call per step.
+
+Each step's input is read into keys by `inputs.py`; the window is judged by the health
+diagnosis (`pos_agent.health`) and the alarm (`alarm.py`) says what to do; the verdict is a
+`MonitorReport` (`report.py`).
+"""
 
 from __future__ import annotations
 
-import re
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
 
-from pos_agent.belief import Belief, Gap, focus_keys, world_keys
+from pos_agent.belief import Belief, Gap, focus_keys
 from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, assess_window
-from pos_agent.health.improved import StepKind, TransitionReading, assess_and_read, read_latest
+from pos_agent.health.improved import TransitionReading, assess_and_read, read_latest
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
 from pos_agent.monitor.alarm import (
@@ -21,125 +24,11 @@ from pos_agent.monitor.alarm import (
     advise,
     escalation_for,
 )
-from pos_agent.monitor.failures import failure_signature
-from pos_agent.monitor.keys import FactParser, Facts, TextKeys, focus_entities, goal_words
+from pos_agent.monitor.inputs import BeliefInput, InputReader, StepInput, observation_key
+from pos_agent.monitor.report import MonitorReport, ProgressFn, ProgressSource, Reading
 from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
-from pos_agent.recovery.constraint import RecoveryConstraint, Transition, compose_recovery
-
-BeliefSource = Literal["belief", "facts", "observations"]
-ProgressSource = Literal["label", "callable", "novelty", "meter"]
-ProgressFn = Callable[[Any, str], "int | bool"]
-Reading = StepKind | Literal["exempt", "starting"]
-BeliefInput = Belief | Facts | Iterable[str] | None
-
-# Without any goal information, one achievement gap stands for "the task is not done yet".
-_GOAL_GAP = frozenset({"goal"})
-
-
-@dataclass(frozen=True, slots=True)
-class MonitorReport:
-    """The monitor's verdict after one step."""
-
-    step: int
-    """1 for the first observed step."""
-
-    health: HealthReport
-    """The window's health: `persistence_e`, `persistence_a`, `stagnation`, `recurrence`,
-    `lag`, `health`, and the raw `trapped`, `pattern` and `blocked` of the diagnosis."""
-
-    recovery: str | None
-    """While the alarm is on: the recovery text (pattern and gap constraints). Whether to show
-    it now is `advice`'s call."""
-
-    forbidden_actions: tuple[str, ...]
-    """While the alarm is on: actions the recovery tells the agent not to repeat (canonical
-    text for tool calls, e.g. `read_file {"path":"a.py"}`)."""
-
-    diagnosis: Diagnosis
-    """Which diagnosis judged the window: "paper" (Eq. 5-6) or "improved"."""
-
-    belief_source: BeliefSource
-    """Where the world keys came from: a Belief, plain facts, or the observations alone
-    (model-free: only what the text shows)."""
-
-    progress_source: ProgressSource
-    """Where the progress label came from: given (`label`), a `callable`, or, without either,
-    first-seen things (`novelty`) or a progress meter of the same call that moved forward
-    (`meter`: 27% then 37%, rows 101,344/375,350 then 138,879/375,350)."""
-
-    novel: int
-    """Entities first seen at this step (exploration): of the belief, plus content words of
-    the observation, both after the volatile rules."""
-
-    reading: Reading = "starting"
-    """How the latest transition was read: `productive`, `exploring` (no progress but
-    first-seen things), `waiting` (a normal poll), `static`, `cycle`, `drift`, `unexplained`
-    (nothing repeated, nothing new), `exempt` (an exempt tool), `starting` (first step)."""
-
-    onset: bool = False
-    """This step starts a new alarm."""
-
-    trapped_since: int | None = None
-    """The step the standing alarm started at; None when no alarm is on."""
-
-    escalation: Escalation = "none"
-    """The alarm's level: `none`, `nudge`, `block` or `stop` (see `AlarmPolicy`)."""
-
-    released: bool = False
-    """The alarm that stood at the previous step cleared at this one (drop any block)."""
-
-    advice: Advice = NO_ADVICE
-    """What to do now: inject a text, block actions, stop, or nothing (`Advice.kind`)."""
-
-    @property
-    def trapped(self) -> bool:
-        """The alarm is on: the window is trapped and its pattern is known."""
-        return self.trapped_since is not None
-
-    @property
-    def pattern(self) -> str | None:
-        return self.health.pattern
-
-    @property
-    def blocked(self) -> str | None:
-        return self.health.blocked
-
-    def to_dict(self) -> dict[str, Any]:
-        """A plain JSON-able dict."""
-        return {
-            "step": self.step,
-            **self.health.to_dict(),
-            "recovery": self.recovery,
-            "forbidden_actions": list(self.forbidden_actions),
-            "diagnosis": self.diagnosis,
-            "belief_source": self.belief_source,
-            "progress_source": self.progress_source,
-            "novel": self.novel,
-            "reading": self.reading,
-            "trapped": self.trapped,
-            "window_trapped": self.health.trapped,
-            "onset": self.onset,
-            "trapped_since": self.trapped_since,
-            "escalation": self.escalation,
-            "released": self.released,
-            "advice": self.advice.to_dict(),
-        }
-
-
-@dataclass(slots=True)
-class _Read:
-    """What one step's input says, before progress and novelty are known (never changed once
-    made; not frozen, which makes it cheaper to build)."""
-
-    source: BeliefSource
-    world: WorldKeys
-    focus: WorldKeys
-    epistemic: frozenset[str]
-    achievement: frozenset[str]
-    belief: Belief | None = None
-    facts: frozenset[str] | None = None
-    about: frozenset[str] | None = None
-    """Facts input: the entities the focus is about (None: the whole world)."""
+from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
+from pos_agent.transition import Transition
 
 
 @dataclass(slots=True)
@@ -210,10 +99,7 @@ class TrapMonitor:
         base = normaliser or Normaliser()
         extra = tuple(volatile)
         self.normalise = Normaliser(base.rules, extra=extra) if extra else base
-        self._text = TextKeys(goal_words(goal))
-        self._facts = FactParser()
-        self._fact_cache: dict[str, str] = {}
-        self._failures: dict[str, str | None] = {}
+        self._inputs = InputReader(goal, self.normalise)
         self._gap_belief = Belief(
             goal=self.goal,
             gaps={"goal": Gap(id="goal", kind="achievement", text=self.goal)},
@@ -272,7 +158,7 @@ class TrapMonitor:
         if key.tools and self.exempt_tools.issuperset(key.tools):
             return self._exempt_report()
         clean = self.normalise(observation)
-        read = self._read(clean, belief)
+        read = self._inputs.read(clean, belief)
         novel = len(read.world.entities - self._seen)
         if novel:
             self._seen |= read.world.entities
@@ -290,10 +176,10 @@ class TrapMonitor:
             if meter_advanced(before, meters):
                 label, progress_source = 1, "meter"
         self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
-        observation_key = None if read.source == "observations" else _observation_key(clean)
-        seen_before = observation_key is not None and observation_key in self._outputs
-        if observation_key is not None and len(self._outputs) < 100_000:
-            self._outputs.add(observation_key)
+        output = None if read.source == "observations" else observation_key(clean)
+        seen_before = output is not None and output in self._outputs
+        if output is not None and len(self._outputs) < 100_000:
+            self._outputs.add(output)
         action_key = self._actions.intern(key)
         action_seen = action_key in self._calls
         if len(self._calls) < 100_000:
@@ -307,11 +193,11 @@ class TrapMonitor:
             novel,
             action=action_key,
             action_seen=action_seen,
-            observation=observation_key,
+            observation=output,
             observation_seen=seen_before,
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
-            failure=self._failure(clean),
+            failure=self._inputs.failure(clean),
             relative=not key.tools and key.words is None,
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
@@ -337,7 +223,7 @@ class TrapMonitor:
         self,
         report: HealthReport,
         reading: Reading,
-        read: _Read,
+        read: StepInput,
         progress_source: ProgressSource,
         novel: int,
         changed: bool,
@@ -411,19 +297,9 @@ class TrapMonitor:
 
     # -- inputs ----------------------------------------------------------------------------------
 
-    def _failure(self, clean: str) -> str | None:
-        """The failure the observation reports (`failures.failure_signature`), once per text."""
-        cache = self._failures
-        if clean in cache:
-            return cache[clean]
-        failure = failure_signature(clean)
-        if len(cache) < 50_000:
-            cache[clean] = failure
-        return failure
-
     def _novel_words(self, clean: str) -> int:
         """Content words of the observation never seen before in this episode."""
-        words = self._text.keys(clean)[0].entities
+        words = self._inputs.text.keys(clean)[0].entities
         new = words - self._seen_words
         if new:
             self._seen_words |= new
@@ -439,70 +315,6 @@ class TrapMonitor:
         self._poll_tool = tool
         return self._polls <= self.polling_tools[tool]
 
-    def _read(self, observation: str, belief: BeliefInput) -> _Read:
-        """World keys, focus and gaps of one step."""
-        if belief is None:
-            world, focus = self._text.keys(observation)
-            return _Read("observations", world, focus, frozenset(), _GOAL_GAP)
-        if isinstance(belief, Belief):
-            return _Read(
-                "belief",
-                world_keys(belief),
-                focus_keys(belief, belief.active_gap_id),
-                belief.open_gap_ids("epistemic"),
-                belief.open_gap_ids("achievement"),
-                belief=belief,
-            )
-        facts = self._clean_facts(
-            belief if isinstance(belief, Facts) else Facts(world=frozenset(belief))
-        )
-        about = focus_entities(facts, self._facts)
-        if facts.goals:
-            achievement = facts.goals - facts.world
-        else:
-            achievement = frozenset() if facts.questions else _GOAL_GAP
-        return _Read(
-            "facts",
-            self._facts.keys(facts.world),
-            self._facts.about(facts.world, about),
-            facts.questions,
-            achievement,
-            facts=facts.world,
-            about=about,
-        )
-
-    def _clean_facts(self, facts: Facts) -> Facts:
-        """`facts` with every fact string that holds a digit through the volatile rules, so
-        that a new job id or timestamp in a fact is not a new thing (other facts as given)."""
-        world = self._clean_set(facts.world)
-        goals = self._clean_set(facts.goals)
-        questions = self._clean_set(facts.questions)
-        about = self._clean_set(facts.about) if facts.about is not None else None
-        if (
-            world is facts.world
-            and goals is facts.goals
-            and questions is facts.questions
-            and about is facts.about
-        ):
-            return facts
-        return Facts(world=world, goals=goals, questions=questions, about=about)
-
-    def _clean_set(self, strings: frozenset[str]) -> frozenset[str]:
-        if not strings:
-            return strings
-        cache = self._fact_cache
-        changed = False
-        out = []
-        for fact in strings:
-            clean = cache.get(fact)
-            if clean is None:
-                clean = self.normalise(fact) if _DIGITS.search(fact) else fact
-                if len(cache) < 200_000:
-                    cache[fact] = clean
-            changed = changed or clean is not fact
-            out.append(clean)
-        return frozenset(out) if changed else strings
-
     def _progress(
         self, action: object, observation: str, given: int | bool | None, novel: int
     ) -> tuple[int, ProgressSource]:
@@ -512,7 +324,7 @@ class TrapMonitor:
             return int(bool(self.progress_fn(action, observation))), "callable"
         return int(novel > 0), "novelty"
 
-    def _window_steps(self, current: _Read) -> list[WindowStep]:
+    def _window_steps(self, current: StepInput) -> list[WindowStep]:
         """The window as `WindowStep`s, every past world projected onto the *current* focus."""
         latest = self._window[-1]
         if current.belief is not None:
@@ -528,16 +340,7 @@ class TrapMonitor:
             return [
                 o.step
                 if o is latest or o.facts is None or o.about == about
-                else replace(o.step, focus=self._facts.about(o.facts, about))
+                else replace(o.step, focus=self._inputs.facts.about(o.facts, about))
                 for o in self._window
             ]
         return [o.step for o in self._window]
-
-
-_DIGITS = re.compile(r"\d+")
-
-
-def _observation_key(clean: str) -> str:
-    """What tells outputs apart when a belief gives the world: the normalised text with its
-    spaces collapsed and the numbers the volatile rules left masked (a speed, an uptime)."""
-    return _DIGITS.sub("#", " ".join(clean.split()))

@@ -12,12 +12,10 @@ from pos_agent.recovery.constraint import (
     generic_recovery,
     should_release,
 )
-from pos_agent.transition import Transition
 
 __all__ = [
     "RecoveryConstraint",
     "RecoveryMode",
-    "Transition",
     "allowed_actions",
     "compose_recovery",
     "generic_recovery",

@@ -1,7 +1,8 @@
 """What every role call shares, below any agent: the model-call wrapper (`RoleCaller`: calls that
 never raise, action validation and fallback), role limits and profiles (`limits.py`), the
 policy's answer schemas and the schema helpers (`schemas.py`), shared prompt parts
-(`prompts.py`) and the one transition record (`Transition`)."""
+(`prompts.py`). The transition record the prompts render is the core's
+(`pos_agent.transition.Transition`)."""
 
 from pos_agent.roles.caller import (
     ActionSource,
@@ -24,7 +25,6 @@ from pos_agent.roles.limits import (
     paper_generation_tokens,
     role_limits,
 )
-from pos_agent.roles.transition import Transition, render_transitions
 
 __all__ = [
     "COMPACT",
@@ -40,10 +40,8 @@ __all__ = [
     "RoleCaller",
     "RoleLimits",
     "SchemaBounds",
-    "Transition",
     "fallback_action",
     "paper_generation_tokens",
-    "render_transitions",
     "role_limits",
     "validate_action",
 ]

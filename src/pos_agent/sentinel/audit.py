@@ -23,7 +23,6 @@ from pos_agent.events import SentinelEvent
 from pos_agent.llm import Model
 from pos_agent.roles.caller import RoleCaller
 from pos_agent.roles.limits import AuditClips, RoleLimits
-from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import prompts
 from pos_agent.sentinel.rules import check_rules, normalize_quote
 from pos_agent.sentinel.schemas import (
@@ -33,6 +32,7 @@ from pos_agent.sentinel.schemas import (
     global_audit_schema,
     progress_schema,
 )
+from pos_agent.transition import Transition
 
 
 @dataclass

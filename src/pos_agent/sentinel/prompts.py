@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import SHARED_SYSTEM, clip
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 AUDIT_SYSTEM = """You audit an agent's belief state against what it observed.
 Report each problem of the records shown:

@@ -34,8 +34,8 @@ from pydantic import ValidationError
 from pos_agent.belief import Belief, PatchOutcome, RejectedOp, apply_patch_detailed, render_belief
 from pos_agent.llm import Message
 from pos_agent.roles.limits import SchemaBounds
-from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import Finding, check_rules
+from pos_agent.transition import Transition
 from pos_agent.updater.prompts import (
     BELIEF_SYSTEM,
     DIAGNOSIS_NOTE,

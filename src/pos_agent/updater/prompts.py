@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import SHARED_SYSTEM, goal_and_start, part_ends
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 BELIEF_SYSTEM = """You maintain the belief state of an agent that works on a task.
 The belief has entities (ids e1, e2, ...), states of entities (s1, ...: entity, attribute, value),

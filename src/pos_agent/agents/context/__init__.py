@@ -38,8 +38,7 @@ from pos_agent.agents.context.settings import (
     benchmark_family,
 )
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.agents.context.turns import Turn
-from pos_agent.llm._types import INTERNAL_ROLES
+from pos_agent.llm import INTERNAL_ROLES
 
 __all__ = [
     "INTERNAL_ROLES",
@@ -68,7 +67,6 @@ __all__ = [
     "Retrieval",
     "Subgoal",
     "SubgoalMemory",
-    "Turn",
     "baseline_settings",
     "benchmark_family",
     "count_tokens",

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.settings import AconSettings
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.agents.context.turns import Turn, render_turns
 from pos_agent.llm import Message
+from pos_agent.transition import Transition, render_transitions
 
 COMPRESSOR_SYSTEM = """You keep the running summary of an agent's work on a task. You get the
 task, the previous summary (if any) and the interactions since then. Write the new summary that
@@ -44,14 +44,14 @@ Be concise, use compact structured lists for data, and return only the two secti
 
 
 def compressor_messages(
-    task: str, previous: str | None, aged: list[Turn], keep_categories: tuple[str, ...]
+    task: str, previous: str | None, aged: list[Transition], keep_categories: tuple[str, ...]
 ) -> list[Message]:
     """The one compressor call: task, previous summary, the aged-out turns, the guideline."""
     categories = "\n".join(f"- {c}" for c in keep_categories) or "- the facts the task needs"
     user = (
         f"TASK\n{task.strip()}\n\n"
         f"PREVIOUS SUMMARY\n{previous.strip() if previous else '(none yet)'}\n\n"
-        f"INTERACTIONS SINCE THE PREVIOUS SUMMARY\n{render_turns(aged)}\n\n"
+        f"INTERACTIONS SINCE THE PREVIOUS SUMMARY\n{render_transitions(aged)}\n\n"
         + COMPRESSOR_FORMAT.format(categories=categories)
     )
     return [Message("system", COMPRESSOR_SYSTEM), Message("user", user)]
@@ -79,7 +79,7 @@ class AconContext:
     """What the policy sees at one step besides the task and the current observation."""
 
     summary: str | None
-    turns: tuple[Turn, ...]
+    turns: tuple[Transition, ...]
     compression: Compression | None
     """The compression made before this step's decision, if the trigger fired."""
 
@@ -97,7 +97,7 @@ class AconContext:
             parts.append(f"<HISTORY_SUMMARY>\n{summary}\n</HISTORY_SUMMARY>")
         if turns:
             label = "History since the summary" if self.summary is not None else "History"
-            parts.append(f"{label}:\n" + render_turns(turns))
+            parts.append(f"{label}:\n" + render_transitions(turns))
         return "\n\n".join(parts)
 
 
@@ -109,14 +109,14 @@ class AconMemory:
         self.settings = settings
         self.caller = caller
         self.summary: str | None = None
-        self.unfolded: list[Turn] = []
+        self.unfolded: list[Transition] = []
         self.compressions: list[Compression] = []
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         """Record the turn a step produced."""
         self.unfolded.append(turn)
 
-    def aged(self) -> list[Turn]:
+    def aged(self) -> list[Transition]:
         """The unfolded turns older than the last `keep_last_turns`."""
         keep = self.settings.keep_last_turns
         return self.unfolded[: len(self.unfolded) - keep] if keep else list(self.unfolded)
@@ -134,7 +134,7 @@ class AconMemory:
             compression = self._compress(step, aged)
         return AconContext(self.summary, tuple(self.unfolded), compression)
 
-    def _compress(self, step: int, aged: list[Turn]) -> Compression:
+    def _compress(self, step: int, aged: list[Transition]) -> Compression:
         input_tokens = self.pending_tokens()
         summary = self.caller.text(
             "compressor",

@@ -28,7 +28,6 @@ from pos_agent.agents.context.lookups import (
 )
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.agents.context.turns import Turn
 from pos_agent.events import (
     AconContextEvent,
     CompressionEvent,
@@ -38,6 +37,7 @@ from pos_agent.events import (
     SubgoalEvent,
 )
 from pos_agent.roles.schemas import SUBGOAL_FIELD
+from pos_agent.transition import Transition
 
 ACON_NOTE = (
     "Your older steps may be replaced by a summary of them (<HISTORY_SUMMARY>); the steps after "
@@ -128,7 +128,7 @@ class ContextMethod(Protocol):
         """The step's settled policy answer (before its action is sent)."""
         ...
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         """The turn the step produced."""
         ...
 
@@ -192,7 +192,7 @@ class AconAdapter:
     def decided(self, answer: BaseModel | None, step: int) -> list[Event]:
         return []
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         self.memory.add(turn)
 
     def record(self) -> dict[str, Any]:
@@ -271,7 +271,7 @@ class PaceAdapter:
     def decided(self, answer: BaseModel | None, step: int) -> list[Event]:
         return []
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         self.memory.add(turn)
 
     def record(self) -> dict[str, Any]:
@@ -336,7 +336,7 @@ class HiAgentAdapter:
             return []
         return [SubgoalEvent(step=step, number=now.number, text=now.text, folded=_fold(folded))]
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         self.memory.add(turn)
 
     def record(self) -> dict[str, Any]:

@@ -22,20 +22,30 @@ from pos_agent.agents.context.relevance import (
     RelevanceScorer,
 )
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.llm import ModelFailure, ModelOptions
-from pos_agent.llm._backend import BackendError
-from pos_agent.llm._builtin import HttpEndpoint, http_endpoint, require_httpx
-from pos_agent.llm._http import HttpReply
-from pos_agent.llm._openai import (
+from pos_agent.llm import (
+    ModelFailure,
+    ModelOptions,
+    public_url,
+    redact,
+    url_secrets,
+    warn_if_key_goes_in_clear,
+)
+from pos_agent.llm.backend import (
     OPENAI_DEFAULT_BASE_URL,
+    BackendError,
+    HttpEndpoint,
+    HttpReply,
     api_endpoint,
+    backoff_delay,
     error_text,
+    http_endpoint,
+    plausible_count,
     post_or_raise,
+    prompt_bound,
     request_headers,
+    require_httpx,
     retry_after_s,
 )
-from pos_agent.llm._secrets import public_url, redact, url_secrets, warn_if_key_goes_in_clear
-from pos_agent.llm.backend import backoff_delay, plausible_count, prompt_bound
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"

@@ -24,16 +24,16 @@ from dataclasses import dataclass, field
 
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.settings import HiAgentSettings
-from pos_agent.agents.context.turns import Turn, render_turns
 from pos_agent.llm import Message
+from pos_agent.transition import Transition, render_transitions
 
 SUMMARIZER_SYSTEM = "You summarize an agent's trajectory for one subgoal, concisely."
 _RETRIEVE = re.compile(r"^\s*retrieve\s*\(\s*(\d+(?:\s*,\s*\d+)*)\s*\)\s*$", re.IGNORECASE)
 
 
-def summary_messages(subgoal: str, turns: list[Turn]) -> list[Message]:
+def summary_messages(subgoal: str, turns: list[Transition]) -> list[Message]:
     user = (
-        f"Subgoal: {subgoal}\nTrajectory:\n{render_turns(turns) or '(no actions)'}\n\n"
+        f"Subgoal: {subgoal}\nTrajectory:\n{render_transitions(turns) or '(no actions)'}\n\n"
         "In one or two sentences: what happened while working on this subgoal, the key result, "
         "and whether the subgoal was met."
     )
@@ -55,7 +55,7 @@ class Subgoal:
     number: int
     text: str
     started_at: int
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[Transition] = field(default_factory=list)
     summary: str | None = None
     summary_failed: bool = False
 
@@ -73,7 +73,7 @@ class Retrieval:
 class HiAgentContext:
     """What the policy sees at one step besides the task and the current observation."""
 
-    preamble: tuple[Turn, ...]
+    preamble: tuple[Transition, ...]
     completed: tuple[Subgoal, ...]
     expanded: frozenset[int]
     active: Subgoal | None
@@ -92,18 +92,18 @@ class HiAgentContext:
         completed = self.completed[drop:]
         drop = max(0, drop - len(self.completed))
         if preamble:
-            parts.append("Before the first subgoal:\n" + render_turns(preamble))
+            parts.append("Before the first subgoal:\n" + render_transitions(preamble))
         if completed:
             lines = []
             for goal in completed:
                 if goal.number in self.expanded:
-                    body = render_turns(goal.turns) or "(no actions)"
+                    body = render_transitions(goal.turns) or "(no actions)"
                     lines.append(f"{goal.number}. Subgoal: {goal.text} (retrieved)\n{body}")
                 else:
                     lines.append(f"{goal.number}. Subgoal: {goal.text}\n   Summary: {goal.summary}")
             parts.append("Completed subgoals:\n" + "\n".join(lines))
         if self.active is not None:
-            turns = render_turns(self.active.turns[drop:]) or "(no actions yet)"
+            turns = render_transitions(self.active.turns[drop:]) or "(no actions yet)"
             parts.append(f"Current subgoal {self.active.number}: {self.active.text}\n{turns}")
         else:
             parts.append("No subgoal yet: name the first one.")
@@ -117,7 +117,7 @@ class SubgoalMemory:
         self.task = task
         self.settings = settings
         self.caller = caller
-        self.preamble: list[Turn] = []
+        self.preamble: list[Transition] = []
         self.completed: list[Subgoal] = []
         self.active: Subgoal | None = None
         self.expanded: set[int] = set()
@@ -137,7 +137,7 @@ class SubgoalMemory:
         self.expanded = set()
         return folded
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         """The turn this step produced, under the active subgoal."""
         (self.active.turns if self.active is not None else self.preamble).append(turn)
 

@@ -28,8 +28,8 @@ from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.relevance import RelevanceScorer
 from pos_agent.agents.context.settings import PaceSettings
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.agents.context.turns import Turn
 from pos_agent.llm import Message
+from pos_agent.transition import Transition
 
 Level = Literal["full", "detailed", "brief", "placeholder"]
 LEVELS: tuple[Level, ...] = ("full", "detailed", "brief", "placeholder")
@@ -85,7 +85,7 @@ SUMMARIZER_SYSTEM = (
 )
 
 
-def summary_messages(task: str, turn: Turn, ask: str) -> list[Message]:
+def summary_messages(task: str, turn: Transition, ask: str) -> list[Message]:
     user = f"Task: {task.strip()}\n\nStep:\n{turn.render()}\n\n{ask}"
     return [Message("system", SUMMARIZER_SYSTEM), Message("user", user)]
 
@@ -109,7 +109,7 @@ class Chunk:
     """One step at every level; `detailed` and `brief` are written once, when it ages."""
 
     id: int
-    turn: Turn
+    turn: Transition
     detailed: str | None = None
     brief: str | None = None
     summary_failures: int = 0
@@ -127,7 +127,7 @@ class Chunk:
         )
 
 
-def _extract(turn: Turn, limit: int) -> str:
+def _extract(turn: Transition, limit: int) -> str:
     text = " ".join(turn.observation.split())
     clipped = text if len(text) <= limit else text[:limit].rstrip() + " ..."
     return f"(no summary; start of the observation) {clipped}"
@@ -216,7 +216,7 @@ class PaceMemory:
         self.previous_tokens = 0
         self._glimpses_left = settings.max_glimpses_per_step
 
-    def add(self, turn: Turn) -> None:
+    def add(self, turn: Transition) -> None:
         """One new chunk; its key is computed now, once."""
         if turn.step in self.chunks:
             raise ValueError(f"chunk {turn.step} already exists")

@@ -50,10 +50,10 @@ from pos_agent.llm import TokenLedger
 from pos_agent.recovery.constraint import allowed_actions
 from pos_agent.roles.limits import AgentLimits, paper_generation_tokens
 from pos_agent.roles.schemas import decision_schema
-from pos_agent.roles.transition import Transition
 from pos_agent.sentinel import check_rules
 from pos_agent.sentinel.audit import Sentinel, Transcript, issue_text
 from pos_agent.trace import TraceWriter
+from pos_agent.transition import Transition
 
 
 class PosAgent(BeliefSteps, TrappingSteps):

@@ -34,7 +34,7 @@ from pos_agent.events import (
 from pos_agent.health import diagnostic_progress
 from pos_agent.llm import Message
 from pos_agent.roles.limits import RoleLimits
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 
 
 class BeliefSteps:

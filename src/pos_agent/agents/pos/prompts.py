@@ -15,7 +15,7 @@ from typing import Any
 
 from pos_agent.llm import Message
 from pos_agent.roles.prompts import actions_block, clip, tools_block
-from pos_agent.roles.transition import Transition
+from pos_agent.transition import Transition
 from pos_agent.updater.prompts import (
     BELIEF_SYSTEM,
     DIAGNOSIS_NOTE,

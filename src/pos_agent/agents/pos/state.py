@@ -14,8 +14,8 @@ from pos_agent.envs import Observation
 from pos_agent.health import HealthConfig, WorldKeys
 from pos_agent.recovery.constraint import RecoveryConstraint
 from pos_agent.roles.limits import AgentLimits
-from pos_agent.roles.transition import Transition
 from pos_agent.sentinel.audit import Sentinel, Transcript
+from pos_agent.transition import Transition
 
 
 @dataclass(frozen=True)

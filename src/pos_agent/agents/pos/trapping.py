@@ -70,11 +70,8 @@ class TrappingSteps:
         ]
         report = assess_window(steps, cfg)
         self.call.emit(
-            HealthEvent(
-                step=belief.step,
-                active_gap=gap.id if gap else None,
-                theta_h=cfg.theta_h,
-                **report.to_dict(),
+            HealthEvent.of(
+                report, step=belief.step, active_gap=gap.id if gap else None, theta_h=cfg.theta_h
             )
         )
         return report

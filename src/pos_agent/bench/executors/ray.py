@@ -63,7 +63,7 @@ from pos_agent.bench.executors.ray_cluster import (
 )
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.recorder import DISK_FULL
-from pos_agent.llm._ratelimit import Gate, RateLimits, install
+from pos_agent.llm import Gate, RateLimits, install_limiter
 from pos_agent.trace import CaseResult, Status
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class _CaseRunner:
     def __init__(self, model_options: dict[str, Any], limiter: Any = None) -> None:
         workers.prepare_models(model_options)
         if limiter is not None:
-            install(_ClusterLimiter(limiter))
+            install_limiter(_ClusterLimiter(limiter))
 
     def where(self) -> dict[str, Any]:
         import ray

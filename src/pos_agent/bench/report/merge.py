@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pos_agent.bench.identity import flat_settings
 from pos_agent.bench.run_folder import CONFIG_NAME, read_config
 
 PER_CASE_SETTINGS = frozenset({"task", "seed"})
@@ -52,11 +53,11 @@ def merge_problems(run_dirs: Sequence[Path]) -> list[str]:
     constant: dict[str, dict[str, dict[str, str]]] = {}  # run -> agent -> setting -> value
     per_case: dict[str, set[str]] = {}  # agent -> settings that vary inside some run
     for run, config in configs.items():
-        options = _flat(config.get("model_options") or {}, "model_options.")
+        options = flat_settings(config.get("model_options") or {}, "model_options.")
         for agent, specs in _specs_by_agent(config).items():
             values: dict[str, set[str]] = {}
             for spec in specs:
-                for name, value in _flat(spec).items():
+                for name, value in flat_settings(spec).items():
                     values.setdefault(name, set()).add(value)
             per_case.setdefault(agent, set()).update(n for n, v in values.items() if len(v) > 1)
             settled = {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
@@ -101,14 +102,3 @@ def _specs_by_agent(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         if isinstance(spec, dict) and isinstance(spec.get("agent"), str):
             by_agent.setdefault(spec["agent"], []).append(spec)
     return by_agent
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{name}."))
-        else:
-            out[name] = repr(value) if not isinstance(value, str) else value
-    return out

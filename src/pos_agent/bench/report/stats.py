@@ -20,8 +20,7 @@ from typing import Any
 from pos_agent.agents.methods import METHOD_NAMES, METHODS
 from pos_agent.bench.report.load import MissingCase
 from pos_agent.cost import PriceTable, TokenCounts, token_counts
-from pos_agent.llm import DEFAULT_CACHE_RULE
-from pos_agent.llm._types import INTERNAL_ROLES, POS_ROLES
+from pos_agent.llm import DEFAULT_CACHE_RULE, INTERNAL_ROLES, POS_ROLES
 from pos_agent.trace import CaseResult, is_scored
 
 # The paper's order (Table 1): Raw, the four baselines, PoS, then the ablations (METHODS' order).

@@ -3,7 +3,10 @@
 `LocaEnvironment` starts `<runtime python> bridge.py --log FILE` with PYTHONPATH at the LOCA
 checkout and talks to it in JSON lines (one request on stdin, one answer on the protocol fd).
 This file imports only the standard library at module level: LOCA's own modules (gem.*) and
-fastmcp are imported when a case is set up, from the runtime.
+fastmcp are imported when a case is set up, from the runtime. Its two helpers, the process tree
+(`bridge_processes.py`) and the environment's size (`bridge_measure.py`), sit beside it and are
+imported by their file names when it runs as a script (this folder is then first on sys.path,
+and `pos_agent` is not importable in LOCA's runtime).
 
 Requests: `setup` (build the task with LOCA's data generator, check the workspace, start the
 case's MCP servers with rewritten launch commands, list their tools, measure the environment
@@ -36,12 +39,27 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+if __package__:  # imported from the project: tests and the type checker
+    from pos_agent.envs.loca.bridge_measure import measure_environment
+    from pos_agent.envs.loca.bridge_processes import (
+        descendants,
+        process_table,
+        shutdown_and_exit,
+    )
+else:  # run as a script by LOCA's python
+    from bridge_measure import measure_environment  # type: ignore[no-redef]
+    from bridge_processes import (  # type: ignore[no-redef]
+        descendants,
+        process_table,
+        shutdown_and_exit,
+    )
+
+
 PR_SET_CHILD_SUBREAPER = 36
 # LOCA's runner builds MCPTool with these (inference/run_react.py).
 EXECUTION_TIMEOUT = 120.0
 # Server types whose `data_dir` the generator must fill (the mock services' databases).
 DATABASE_SERVERS = ("canvas", "email", "google_cloud", "google_sheet", "woocommerce", "snowflake")
-TEXT_SUFFIXES = {".csv", ".txt", ".md", ".yaml", ".yml", ".py", ".html", ".xml"}
 ERROR_PREFIXES = ("[Tool execution error", "[Tool execution failed")
 
 
@@ -51,74 +69,6 @@ class CaseFailure(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-# -- the process tree -------------------------------------------------------------------------
-
-
-def process_table() -> dict[int, tuple[int, str, str]]:
-    """pid -> (parent pid, state, start time) for every process in /proc."""
-    table: dict[int, tuple[int, str, str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # The command name is in parentheses and may itself contain spaces or parentheses.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        table[int(entry)] = (int(fields[1]), fields[0], fields[19])
-    return table
-
-
-def descendants(root: int) -> dict[int, str]:
-    """Live (non-zombie) descendants of `root`: pid -> start time."""
-    table = process_table()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    found: dict[int, str] = {}
-    stack = list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        if pid in found:
-            continue
-        _, state, started = table[pid]
-        if state != "Z":
-            found[pid] = started
-        stack.extend(children.get(pid, []))
-    return found
-
-
-def kill_tree(grace: float = 2.0) -> None:
-    """Stop every descendant: SIGTERM, a short grace period, then SIGKILL."""
-    me = os.getpid()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = descendants(me)
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 1.0)
-        while pids and time.monotonic() < deadline:
-            _reap()
-            time.sleep(0.05)
-            pids = descendants(me)
-        if not pids:
-            break
-    _reap()
-
-
-def _reap() -> None:
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-
-
-def shutdown_and_exit(code: int = 0) -> None:
-    kill_tree()
-    os._exit(code)
 
 
 # -- the case -----------------------------------------------------------------------------------
@@ -378,97 +328,6 @@ def _jsonable(value: Any) -> Any:
         return value
     except (TypeError, ValueError):
         return str(value)
-
-
-# -- measuring the environment description -------------------------------------------------------
-
-
-def measure_environment(instruction: str, task_dir: Path) -> tuple[int | None, str]:
-    """Tokens (GPT-4's cl100k_base, LOCA's tokenizer) of the environment's content: the
-    instruction, every value in the mock services' databases (JSON leaves, SQLite rows) and the
-    agent's workspace files (text, spreadsheet cells, PDF text).
-
-    LOCA sizes an environment by the tool outputs an agent would have to read; this counts the
-    data those outputs are made of, without the storage's own keys and cell metadata.
-    """
-    try:
-        from bpe_openai import get_encoding
-
-        encoding = get_encoding("cl100k_base")
-    except Exception:
-        return None, "unavailable"
-    total = len(encoding.encode(instruction))
-    for folder in (task_dir / "local_db", task_dir / "agent_workspace"):
-        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-            if path.is_file() and not path.name.startswith(".") and "memory" not in path.parts:
-                text = _readable_text(path)
-                if text:
-                    total += len(encoding.encode(text, disallowed_special=()))
-    return total, "cl100k_base"
-
-
-def _json_values(value: Any, out: list[str]) -> None:
-    if isinstance(value, dict):
-        for item in value.values():
-            _json_values(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _json_values(item, out)
-    elif value is not None and value != "":
-        out.append(str(value))
-
-
-def _readable_text(path: Path) -> str:
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".json", ".jsonl"):
-            raw = path.read_text(encoding="utf-8", errors="replace")
-            values: list[str] = []
-            try:
-                documents = (
-                    [json.loads(raw)]
-                    if suffix == ".json"
-                    else [json.loads(line) for line in raw.splitlines() if line.strip()]
-                )
-            except ValueError:
-                return raw
-            for document in documents:
-                _json_values(document, values)
-            return "\n".join(values)
-        if suffix in (".db", ".sqlite", ".sqlite3"):
-            import sqlite3
-
-            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-                tables = [
-                    row[0]
-                    for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                ]
-                lines = [
-                    ",".join("" if cell is None else str(cell) for cell in row)
-                    for table in tables
-                    for row in db.execute(f'SELECT * FROM "{table}"')
-                ]
-            return "\n".join(lines)
-        if suffix in TEXT_SUFFIXES or not suffix:
-            return path.read_text(encoding="utf-8", errors="replace")
-        if suffix in (".xlsx", ".xlsm"):
-            from openpyxl import load_workbook
-
-            book = load_workbook(path, read_only=True, data_only=True)
-            rows = [
-                ",".join("" if cell is None else str(cell) for cell in row)
-                for sheet in book.worksheets
-                for row in sheet.iter_rows(values_only=True)
-            ]
-            book.close()
-            return "\n".join(rows)
-        if suffix == ".pdf":
-            from PyPDF2 import PdfReader
-
-            return "\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
-    except Exception:
-        return ""
-    return ""
 
 
 # -- the loop -----------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pos_agent.agents.context.longhorizon.reports import AuditReport, ManagerPlan, round_id
-from pos_agent.agents.context.turns import Turn, render_turns
 from pos_agent.llm import Message
+from pos_agent.transition import Transition, render_transitions
 
 # Rules every role shares: what the task contract is and what counts as the task being done.
 # Our words for upstream's task-contract rules and final-state guard (`prompt_texts.py`); the
@@ -270,19 +270,21 @@ def role_context(
     )
 
 
-def executor_context(base: str, turns: Sequence[Turn]) -> str:
-    done = render_turns(turns) if turns else "(no actions yet)"
+def executor_context(base: str, turns: Sequence[Transition]) -> str:
+    done = render_transitions(turns) if turns else "(no actions yet)"
     return f"{EXECUTOR_SYSTEM}\n\n{base}\n\nYour actions in this subtask:\n{done}"
 
 
-def executor_report_messages(base: str, turns: Sequence[Turn]) -> list[Message]:
-    done = render_turns(turns) if turns else "(no actions taken)"
+def executor_report_messages(base: str, turns: Sequence[Transition]) -> list[Message]:
+    done = render_transitions(turns) if turns else "(no actions taken)"
     user = f"{base}\n\nYour actions in this subtask:\n{done}\n\n{EXECUTOR_REPORT_ASK}"
     return [Message("system", EXECUTOR_SYSTEM), Message("user", user)]
 
 
-def auditor_context(base: str, executor_report: str, latest: str, queries: Sequence[Turn]) -> str:
-    seen = render_turns(queries) if queries else "(no queries yet)"
+def auditor_context(
+    base: str, executor_report: str, latest: str, queries: Sequence[Transition]
+) -> str:
+    seen = render_transitions(queries) if queries else "(no queries yet)"
     return (
         f"{AUDITOR_SYSTEM}\n\n{base}\n\nExecutor's report (a claim):\n{executor_report}\n\n"
         f"Latest environment output:\n{latest.strip()}\n\nYour queries:\n{seen}\n\n{AUDITOR_QUERY_NOTE}"
@@ -290,9 +292,9 @@ def auditor_context(base: str, executor_report: str, latest: str, queries: Seque
 
 
 def auditor_report_messages(
-    base: str, executor_report: str, latest: str, queries: Sequence[Turn]
+    base: str, executor_report: str, latest: str, queries: Sequence[Transition]
 ) -> list[Message]:
-    seen = render_turns(queries) if queries else "(no queries made)"
+    seen = render_transitions(queries) if queries else "(no queries made)"
     user = (
         f"{base}\n\nExecutor's report (a claim):\n{executor_report}\n\n"
         f"Latest environment output:\n{latest.strip()}\n\nYour queries:\n{seen}\n\n"

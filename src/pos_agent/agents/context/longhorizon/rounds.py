@@ -47,8 +47,8 @@ from pos_agent.agents.context.longhorizon.reports import (
     round_id,
 )
 from pos_agent.agents.context.settings import Family, LongHorizonSettings
-from pos_agent.agents.context.turns import Turn
 from pos_agent.envs import Environment, Observation
+from pos_agent.transition import Transition
 
 EndReason = Literal["done", "blocked", "round_cap", "budget", "env_done"]
 
@@ -74,7 +74,7 @@ class Decide(Protocol):
     def __call__(self, request: DecisionRequest) -> str | None: ...
 
 
-ActionObserver = Callable[[str, Turn, Observation], None]
+ActionObserver = Callable[[str, Transition, Observation], None]
 
 
 class RoundObserver(Protocol):
@@ -102,9 +102,9 @@ class Round:
     plan: ManagerPlan | None
     manager_text: str | None
     feedback: str | None = None
-    executor_turns: list[Turn] = field(default_factory=list)
+    executor_turns: list[Transition] = field(default_factory=list)
     executor_report: str | None = None
-    auditor_turns: list[Turn] = field(default_factory=list)
+    auditor_turns: list[Transition] = field(default_factory=list)
     audit: AuditReport | None = None
     repaired: bool = False
     refused_done: bool = False
@@ -333,7 +333,7 @@ class _Episode:
         limit: int,
         view_of: Callable[[], Observation],
         context_of: Callable[[], str],
-        turns: list[Turn],
+        turns: list[Transition],
     ) -> int:
         """Let `role` act up to `limit` times on its restricted view, appending each action it
         takes to `turns`; it stops at a finish, an action its view does not offer, or the end
@@ -358,10 +358,10 @@ class _Episode:
 
     # -- environment ------------------------------------------------------------------------------
 
-    def act(self, role: str, action: str) -> Turn:
+    def act(self, role: str, action: str) -> Transition:
         self.observation = self.env.step(action)
         self.actions += 1
-        turn = Turn(self.actions, action, self.observation.text)
+        turn = Transition(self.actions, action, self.observation.text)
         if self.harness.on_action is not None:
             self.harness.on_action(role, turn, self.observation)
         return turn

@@ -55,13 +55,64 @@ def _write_parquet(path: Path, columns: dict[str, list[Any]], types: dict[str, s
     pq.write_table(pa.table(columns, schema=schema), path)
 
 
+# The column types of each telemetry file, as RCA100's parquet files have them.
+TELEMETRY_COLUMNS: dict[str, dict[str, str]] = {
+    "metrics": {"entity_name": "string", "metric": "string", "value": "float64", "time": "int64"},
+    "logs": {"_pod_name_": "string", "_time_": "int64", "content": "string"},
+    "traces": {
+        "traceId": "string",
+        "spanId": "string",
+        "parentSpanId": "string",
+        "serviceName": "string",
+        "spanName": "string",
+        "startTime": "int64",
+        "duration": "int64",
+        "statusCode": "string",
+        "statusMessage": "string",
+    },
+    "alerts": {"time": "int64", "status": "string", "severity": "string", "data": "string"},
+}
+
+
 def write_case(
     root: Path, incident: Incident, telemetry: Telemetry, seed: int, index: int
 ) -> dict[str, Any]:
     """Write one case folder and its answer; returns its index.jsonl row."""
     folder = root / "cases" / incident.case_id
     folder.mkdir(parents=True, exist_ok=True)
-    task = {
+    (folder / "task.json").write_text(
+        json.dumps(_task(incident), indent=2) + "\n", encoding="utf-8"
+    )
+    (folder / "topology.json").write_text(
+        json.dumps(_topology(incident), indent=1) + "\n", encoding="utf-8"
+    )
+    tables = {
+        "metrics": telemetry.metrics,
+        "logs": telemetry.logs,
+        "traces": telemetry.traces,
+        "alerts": telemetry.alerts,
+    }
+    for name, columns in tables.items():
+        _write_parquet(folder / f"{name}.parquet", columns, TELEMETRY_COLUMNS[name])
+    answer = {
+        "case_id": incident.case_id,
+        "root_cause_entities": [incident.fault_pod, incident.fault_service],
+        "root_cause_types": [incident.fault_type],
+        "inject_time": iso(incident.fault_start),
+        "system": SYSTEM,
+        "source": f"rca_generator seed {seed} #{index}",
+    }
+    answers = root / "answers"
+    answers.mkdir(parents=True, exist_ok=True)
+    (answers / f"{incident.case_id}.json").write_text(
+        json.dumps(answer, indent=2) + "\n", encoding="utf-8"
+    )
+    return _index_row(incident, telemetry, seed)
+
+
+def _task(incident: Incident) -> dict[str, Any]:
+    """task.json: the alert the agent starts from."""
+    return {
         "task_id": incident.case_id,
         "system": SYSTEM,
         "alert_title": f"Elevated latency/error rate at {ENTRY}",
@@ -75,7 +126,10 @@ def write_case(
         ),
         "fault_types": list(DEFAULT_FAULT_TYPES),
     }
-    (folder / "task.json").write_text(json.dumps(task, indent=2) + "\n", encoding="utf-8")
+
+
+def _topology(incident: Incident) -> dict[str, Any]:
+    """topology.json: services, pods and nodes, and the calls, instances and hosts between."""
     entities: list[dict[str, Any]] = []
     edges: list[dict[str, str]] = []
     for service in sorted(incident.services.values(), key=lambda s: s.name):
@@ -96,52 +150,11 @@ def write_case(
         edges.append({"src": pod, "dst": node, "relation": "hosted_on"})
     for node in sorted(set(incident.nodes.values())):
         entities.append({"id": node, "name": node, "type": "node", "props": {}})
-    (folder / "topology.json").write_text(
-        json.dumps({"entities": entities, "edges": edges}, indent=1) + "\n", encoding="utf-8"
-    )
-    _write_parquet(
-        folder / "metrics.parquet",
-        telemetry.metrics,
-        {"entity_name": "string", "metric": "string", "value": "float64", "time": "int64"},
-    )
-    _write_parquet(
-        folder / "logs.parquet",
-        telemetry.logs,
-        {"_pod_name_": "string", "_time_": "int64", "content": "string"},
-    )
-    _write_parquet(
-        folder / "traces.parquet",
-        telemetry.traces,
-        {
-            "traceId": "string",
-            "spanId": "string",
-            "parentSpanId": "string",
-            "serviceName": "string",
-            "spanName": "string",
-            "startTime": "int64",
-            "duration": "int64",
-            "statusCode": "string",
-            "statusMessage": "string",
-        },
-    )
-    _write_parquet(
-        folder / "alerts.parquet",
-        telemetry.alerts,
-        {"time": "int64", "status": "string", "severity": "string", "data": "string"},
-    )
-    answer = {
-        "case_id": incident.case_id,
-        "root_cause_entities": [incident.fault_pod, incident.fault_service],
-        "root_cause_types": [incident.fault_type],
-        "inject_time": iso(incident.fault_start),
-        "system": SYSTEM,
-        "source": f"rca_generator seed {seed} #{index}",
-    }
-    answers = root / "answers"
-    answers.mkdir(parents=True, exist_ok=True)
-    (answers / f"{incident.case_id}.json").write_text(
-        json.dumps(answer, indent=2) + "\n", encoding="utf-8"
-    )
+    return {"entities": entities, "edges": edges}
+
+
+def _index_row(incident: Incident, telemetry: Telemetry, seed: int) -> dict[str, Any]:
+    """The case's line in index.jsonl."""
     return {
         "case_id": incident.case_id,
         "system": SYSTEM,

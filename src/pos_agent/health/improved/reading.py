@@ -1,66 +1,30 @@
-"""The `improved` diagnosis: belief health that stays right when beliefs are large.
-
-Eq. 6 tests "static" as `d_W(W_t, W_t-1) <= eps_W` on the whole-world Jaccard distance. On a
-belief of about 75 records one step moves that distance by 0.005-0.025, far below eps_W = 0.15,
-so every alarm is labelled static and cycle and drift recovery are never chosen. Eq. 5 also
-needs 6 of 8 transitions without progress before it fires, which is slow on plain repeats.
-
-This mode keeps the report of Eq. 5 (P, S, R, H over the same kind of window) but reads each
-transition on its own terms:
-
-- **Same world** means the record-key sets differ in at most `change_tolerance` keys: a count
-  of changed records, which does not shrink as the belief grows.
-- Each transition is **productive** when its progress label is 1 and it does not merely return
-  to a world held within the last `max_lag` steps (undoing a detour is not progress), or when it
-  brought first-seen entities into the belief (exploration).
-- Each unproductive transition gets a **kind**: static (the world did not change), cycle (it
-  returned to the world of 2..L steps ago), drift (the world changed outside the focus on the
-  active gap) or unexplained (the focus moved somewhere that is neither new nor a return).
-- **Varied attempts that fail the same way** (`WindowStep.failure`, from
-  `pos_agent.monitor.failures`): two stretches in a row ending in the same failure, each with a
-  call never made before, make their transitions that brought nothing drift (a semantic loop).
-- A known call coming back 2..5 steps later, after calls all made before, with nothing new, is
-  a cycle (the first step of a loop's second round). In hindsight, so is a step read as
-  unexplained when the call after it repeats, with it, the two calls p = 2..5 steps earlier
-  (a round that held a call made there for the first time). And once a whole round of
-  p = 2..5 calls has come back and its second round brought nothing, the first round's steps
-  after its first call are a cycle too (each is the same call after the same call as a step
-  that brought nothing), whatever they brought then.
-- **Health** is judged over the last `recent` transitions: S = share of static, cycle and drift
-  ones after the latest productive transition (progress ends what came before it), R = share
-  of returns, P_X = gap persistence over those steps, H = 1 - max_X P_X * S.
-  An unexplained transition is not counted as stuck: nothing in it shows the agent repeating
-  itself or working beside its goal, and counting it raised false alarms on productive runs
-  (with model-free keys, every plan step that shows nothing new looks like one).
-- The **pattern** is the kind held by most unproductive transitions in the window's trailing
-  unproductive run, not only by the last one; a tie goes to the latest of the tied kinds.
-
-Everything here is a pure function of the given steps.
-"""
+"""How the improved diagnosis reads each transition of a window: productive, exploring,
+waiting, or why it was none (static, cycle, drift, unexplained), with the lags its world
+returns at and the periods its call repeats at (see the package's doc)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from pos_agent.health.distance import WorldKeys
-from pos_agent.health.window import (
-    HealthConfig,
-    HealthReport,
-    TrapPattern,
-    WindowStep,
-    judged_report,
+from pos_agent.health.improved.calls import (
+    MAX_PERIOD,
+    action_repeats,
+    call_returns,
+    cycles,
+    elsewhere,
+    given_progress,
+    observation_returns,
 )
+from pos_agent.health.window import HealthConfig, WindowStep
 
 StepKind = Literal["productive", "exploring", "waiting", "static", "cycle", "drift", "unexplained"]
-_STUCK = ("static", "cycle", "drift")
-_NOT_STUCK = ("productive", "exploring", "waiting")
-_REREADABLE = ("productive", "exploring", "unexplained")
+STUCK = ("static", "cycle", "drift")
+NOT_STUCK = ("productive", "exploring", "waiting")
+REREADABLE = ("productive", "exploring", "unexplained")
 """Readings that a loop's completed second round may re-read, in hindsight, as a cycle."""
-MAX_PERIOD = 5
-"""The longest repeating call sequence read from the actions (Gemini CLI looks for 1-5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +60,11 @@ def _difference(a: frozenset[str], b: frozenset[str]) -> int:
     return len(a ^ b)
 
 
-def _nonempty(keys: WorldKeys) -> bool:
+def nonempty(keys: WorldKeys) -> bool:
     return bool(keys.entities or keys.states or keys.relations)
 
 
-def _same(a: WorldKeys, b: WorldKeys, tolerance: int) -> bool:
+def same_world(a: WorldKeys, b: WorldKeys, tolerance: int) -> bool:
     if a is b:
         return True
     if tolerance == 0:
@@ -116,7 +80,7 @@ def _same(a: WorldKeys, b: WorldKeys, tolerance: int) -> bool:
     return changed_keys(a, b) <= tolerance
 
 
-class _Reader:
+class TransitionReader:
     """Reads the transitions of one window on demand: deciding `trapped` needs only the last
     `recent` of them, the pattern only the trailing stuck run."""
 
@@ -132,7 +96,7 @@ class _Reader:
         self._world_numbers: list[int] | None = None
 
     def _worlds(self) -> list[int]:
-        """Per step, a number that the steps of the same world (the same keys, as `_same`
+        """Per step, a number that the steps of the same world (the same keys, as `same_world`
         without tolerance says) share and no other step has."""
         numbers = self._world_numbers
         if numbers is None:
@@ -152,7 +116,7 @@ class _Reader:
             if reading.kind != "drift" and i in marked:
                 reading = replace(reading, kind="drift")
             elif (reading.kind == "unexplained" and self._opens_round(i)) or (
-                reading.kind in _REREADABLE and self._came_round_again(i)
+                reading.kind in REREADABLE and self._came_round_again(i)
             ):
                 reading = replace(reading, kind="cycle")
             self._readings[i] = reading
@@ -197,7 +161,7 @@ class _Reader:
             # reported no failure: an act that went through. Outputs that all report failures,
             # one of them coming back a few steps on, are failures being read (log after log,
             # each with one of a few errors), not attempts.
-            after = max((k for k in range(j + 1, i) if _given_progress(steps[k])), default=j)
+            after = max((k for k in range(j + 1, i) if given_progress(steps[k])), default=j)
             attempt = (
                 i - j >= 2
                 and self._unproductive(i)
@@ -221,18 +185,18 @@ class _Reader:
         it, the two calls p = 2..5 steps earlier, and brought nothing. Known in hindsight: when
         step i is the latest, or the next call breaks off, it stays as read. (A round may
         hold a call made there for the first time, e.g. the last call of the first round, so
-        `_call_returns` alone cannot tell a second round's first step from a detour.)"""
+        `call_returns` alone cannot tell a second round's first step from a detour.)"""
         steps = self.steps
         if i + 1 >= len(steps) or steps[i].action is None:
             return False
         following = steps[i + 1]
-        if following.expected or _given_progress(following) or self._novel(i + 1) > 0:
+        if following.expected or given_progress(following) or self._novel(i + 1) > 0:
             return False
         return any(
             period > 1
-            and not _elsewhere(steps, i + 1, i + 1 - period)
-            and not _elsewhere(steps, i, i - period)
-            for period in _action_repeats(steps, i + 1)
+            and not elsewhere(steps, i + 1, i + 1 - period)
+            and not elsewhere(steps, i, i - period)
+            for period in action_repeats(steps, i + 1)
         )
 
     def _came_round_again(self, i: int) -> bool:
@@ -246,7 +210,7 @@ class _Reader:
         poll, keeps its reading."""
         steps = self.steps
         step = steps[i]
-        if step.action is None or step.expected or _given_progress(step):
+        if step.action is None or step.expected or given_progress(step):
             return False
         size = len(steps)
         for period in range(2, MAX_PERIOD + 1):
@@ -259,7 +223,7 @@ class _Reader:
                 if end >= size:
                     break
                 if self._round_repeats(start, period) and all(
-                    self(k).kind in _STUCK for k in range(start + period, end + 1)
+                    self(k).kind in STUCK for k in range(start + period, end + 1)
                 ):
                     return True
         return False
@@ -273,7 +237,7 @@ class _Reader:
             action = steps[k].action
             if action is None or (k > start and steps[k - 1].action == action):
                 return False
-            if steps[k + period].action != action or _elsewhere(steps, k + period, k):
+            if steps[k + period].action != action or elsewhere(steps, k + period, k):
                 return False
         return True
 
@@ -284,7 +248,7 @@ class _Reader:
 
     def _unproductive(self, k: int) -> bool:
         step = self.steps[k]
-        if step.expected or _given_progress(step):
+        if step.expected or given_progress(step):
             return False
         return self._novel(k) == 0
 
@@ -316,15 +280,15 @@ class _Reader:
         else:
             world = step.world
             for lag in lags:
-                if _same(world, steps[i - lag].world, tolerance):
+                if same_world(world, steps[i - lag].world, tolerance):
                     returns += (lag,)
-        repeats = _action_repeats(steps, i)
+        repeats = action_repeats(steps, i)
         novel = self._novel(i)
         if repeats and step.relative and novel == 0:
             # A text command acts where it is given: the same command that showed other known
             # things than at its earlier use (`go north` twice, into two known rooms) went
             # somewhere else; retracing a path is no loop. Numbers are never entities.
-            repeats = tuple(p for p in repeats if not _elsewhere(steps, i, i - p))
+            repeats = tuple(p for p in repeats if not elsewhere(steps, i, i - p))
         kind: StepKind
         if step.expected:
             kind = "waiting"
@@ -334,7 +298,7 @@ class _Reader:
             # a step that closes a loop (back to a world left 2..L steps ago, or the calls of
             # 2..5 steps ago again): a loop gives back whatever it gained.
             closes_loop = (bool(returns) and returns[0] != 1) or (
-                _cycles(repeats) and 1 not in repeats
+                cycles(repeats) and 1 not in repeats
             )
             if step.progress == 1 and not closes_loop:
                 kind = "productive"
@@ -365,7 +329,7 @@ class _Reader:
             # not show. With a belief, an observation that changed shows the actions taking
             # effect on things the belief does not track: drift, unless that output was seen
             # before after calls made before (going back over known ground: a cycle).
-            if _cycles(repeats) and 1 not in repeats:
+            if cycles(repeats) and 1 not in repeats:
                 return "cycle"
             if 1 in repeats:
                 return "static"
@@ -374,7 +338,7 @@ class _Reader:
                 and previous.observation is not None
                 and step.observation != previous.observation
             ):
-                seen = step.observation_seen or _observation_returns(steps, i, self.max_lag)
+                seen = step.observation_seen or observation_returns(steps, i, self.max_lag)
                 return "cycle" if seen and not varied else "drift"
             return "drift" if varied else "static"
         if 1 in repeats and not (returns and step.observation is not None):
@@ -385,88 +349,23 @@ class _Reader:
             return "static"
         if returns:
             return "drift" if varied else "cycle"
-        if _cycles(repeats) and novel == 0:
+        if cycles(repeats) and novel == 0:
             return "cycle"
-        if _nonempty(step.focus) and _same(step.focus, previous.focus, tolerance):
+        if nonempty(step.focus) and same_world(step.focus, previous.focus, tolerance):
             # An empty projection says nothing about what the change touched (DESIGN §2).
             return "drift"
-        if novel == 0 and _call_returns(steps, i):
+        if novel == 0 and call_returns(steps, i):
             # The call of 2..5 steps ago again, every call since then one made before and
             # nothing new: going round known calls (the first step of a loop's second round).
             return "cycle"
         return "unexplained"
 
 
-def _call_returns(steps: Sequence[WindowStep], i: int) -> bool:
-    """The call into step i is the call of p = 2..MAX_PERIOD steps earlier, not the previous
-    one, and every call since that one was made before in the episode (a text command: and
-    it showed the same things as then)."""
-    action = steps[i].action
-    if action is None or steps[i - 1].action == action:
-        return False
-    for period in range(2, min(MAX_PERIOD, i) + 1):
-        if not steps[i - period + 1].action_seen:
-            return False
-        if steps[i - period].action == action:
-            return steps[i].action_seen and not _elsewhere(steps, i, i - period)
-    return False
-
-
-def _elsewhere(steps: Sequence[WindowStep], i: int, j: int) -> bool:
-    """Step i's text command showed other things than at step j (it acted somewhere else)."""
-    step = steps[i]
-    return step.relative and step.world.entities != steps[j].world.entities
-
-
-def _given_progress(step: WindowStep) -> bool:
-    return step.labelled and step.progress == 1
-
-
-def _observation_returns(steps: Sequence[WindowStep], i: int, max_lag: int) -> bool:
-    observation = steps[i].observation
-    lags = range(2, min(max(max_lag, MAX_PERIOD), i) + 1)
-    return any(steps[i - lag].observation == observation for lag in lags)
-
-
-def _loop_lags(reading: TransitionReading) -> tuple[int, ...]:
-    """The lags a stuck transition repeats at: for a cycle, its world's returns to 2..L steps
-    ago, else the periods of its calls; otherwise its returns (1: unchanged) or call repeats."""
-    if reading.kind == "cycle":
-        # A world that did not change at all says nothing of the loop's period; its calls do.
-        returns = reading.returns
-        world = returns if returns and returns[0] != 1 else ()
-        return world or tuple(period for period in reading.repeats if period > 1)
-    return reading.returns or reading.repeats
-
-
-def _cycles(repeats: tuple[int, ...]) -> bool:
-    return any(period > 1 for period in repeats)
-
-
-def _action_repeats(steps: Sequence[WindowStep], i: int) -> tuple[int, ...]:
-    """Periods 1..MAX_PERIOD at which the call into step i repeats: period 1 when it is the
-    previous call again; p >= 2 when it and the call before it repeat the two calls p steps
-    earlier and differ from each other (an A/B alternation, a cycle of 3-5 calls)."""
-    action = steps[i].action
-    if action is None:
-        return ()
-    found: tuple[int, ...] = ()
-    if steps[i - 1].action == action:
-        found += (1,)
-    previous = steps[i - 1].action
-    if previous is None or previous == action:
-        return found
-    for period in range(2, min(MAX_PERIOD, i - 1) + 1):
-        if steps[i - period].action == action and steps[i - 1 - period].action == previous:
-            found += (period,)
-    return found
-
-
 def read_transitions(
     steps: Sequence[WindowStep], config: HealthConfig
 ) -> list[TransitionReading | None]:
     """One reading per step; None for the first step, which has no previous world here."""
-    reader = _Reader(steps, config)
+    reader = TransitionReader(steps, config)
     return [None, *(reader(i) for i in range(1, len(steps)))]
 
 
@@ -475,86 +374,4 @@ def read_latest(steps: Sequence[WindowStep], config: HealthConfig) -> Transition
     window = list(steps[-config.window :]) if steps else []
     if len(window) < 2:
         return None
-    return _Reader(window, config)(len(window) - 1)
-
-
-def _pattern(reader: _Reader, last: int) -> TrapPattern | None:
-    """The kind of most transitions in the trailing unproductive run (latest kind wins ties)."""
-    run: list[TrapPattern] = []
-    for i in range(last, 0, -1):
-        kind = reader(i).kind
-        if kind in _NOT_STUCK:
-            break
-        if kind == "static" or kind == "cycle" or kind == "drift":
-            run.append(kind)
-    if not run:
-        return None
-    votes = Counter(run)
-    best = max(votes.values())
-    # `run` is latest-first, so the first tied kind met is the latest one.
-    return next(kind for kind in run if votes[kind] == best)
-
-
-def _period(returns: Sequence[tuple[int, ...]]) -> int | None:
-    """The lag most returns share (the loop's period); the smallest on ties, None if none."""
-    counts: dict[int, int] = {}
-    for lags in returns:
-        for lag in lags:
-            counts[lag] = counts.get(lag, 0) + 1
-    if not counts:
-        return None
-    best = max(counts.values())
-    return min(lag for lag, count in counts.items() if count == best)
-
-
-def assess_improved(steps: Sequence[WindowStep], config: HealthConfig) -> HealthReport:
-    """The improved health and diagnosis of the last `config.window` steps (see module doc)."""
-    return assess_and_read(steps, config)[0]
-
-
-def assess_and_read(
-    steps: Sequence[WindowStep], config: HealthConfig
-) -> tuple[HealthReport, TransitionReading | None]:
-    """`assess_improved`, and the reading of the window's last transition (None with fewer
-    than two steps), from one pass over the window."""
-    window = list(steps[-config.window :]) if steps else []
-    recent = min(config.recent, config.window - 1)
-    ready = len(steps) >= recent + 1
-    reader = _Reader(window, config)
-    first = max(1, len(window) - recent)
-    judged = [reader(i) for i in range(first, len(window))]
-    if not judged:
-        return HealthReport(ready=False), None
-    # Progress ends what came before it: stuck transitions older than the latest productive
-    # one are not counted (an agent that escaped and then repeats one call is not trapped again
-    # on the strength of the loop it left). A step inside varied attempts that keep failing
-    # the same way is no escape, whatever it showed.
-    last_productive = next(
-        (
-            k
-            for k in range(len(judged) - 1, -1, -1)
-            if judged[k].kind == "productive" and not reader.within_attempts(first + k)
-        ),
-        -1,
-    )
-    stagnation = len([r for r in judged[last_productive + 1 :] if r.kind in _STUCK]) / len(judged)
-    stuck_returns = [lags for r in judged if r.kind in _STUCK and (lags := _loop_lags(r))]
-    recurrence = len(stuck_returns) / len(judged)
-    lag = _period(stuck_returns)
-    # Persistence over the states after each judged transition, as Eq. 5a reads the window.
-    tail = window[-len(judged) :]
-    report = judged_report(
-        config,
-        tail,
-        ready,
-        stagnation,
-        recurrence,
-        lag,
-        pressure=stagnation,
-        pattern=lambda: _pattern(reader, len(window) - 1),
-    )
-    if report.trapped and report.pattern is None:
-        # The latest transition made progress or explored: the agent is out, whatever the
-        # earlier steps of the window say, and there is no pattern to name.
-        report = replace(report, trapped=False, blocked=None)
-    return report, judged[-1]
+    return TransitionReader(window, config)(len(window) - 1)

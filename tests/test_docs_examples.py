@@ -215,6 +215,22 @@ def _options(words: list[str]) -> set[str]:
     return options
 
 
+def _command(words: list[str]) -> tuple[str, ...]:
+    """The command a line runs: its first word, and the subcommands of any group under it
+    (`trapbench real build`, `data get`)."""
+    from pos_agent.cli.app import load_command
+
+    command = load_command(words[0])
+    path = [words[0]]
+    for word in words[1:]:
+        subcommands = getattr(command, "commands", None)
+        if not subcommands or word not in subcommands:
+            break
+        command = subcommands[word]
+        path.append(word)
+    return tuple(path)
+
+
 @needs_cli
 def test_the_command_lines_of_the_readme_and_docs_use_options_the_commands_have() -> None:
     readme = _command_lines(README)
@@ -223,7 +239,7 @@ def test_the_command_lines_of_the_readme_and_docs_use_options_the_commands_have(
     checked = 0
     for page in _pages():
         for words in _command_lines(page):
-            command = tuple(words[:2] if words[0] == "trapbench" else words[:1])
+            command = _command(words)
             text = helps.setdefault(command, _help(list(command)))
             for option in _options(words):
                 assert option in text, f"{page.name}: pos {' '.join(command)} has no {option}"

@@ -12,32 +12,7 @@ import sys
 
 __all__ = ["main", "missing_extra_message"]
 
-# Third-party modules the commands import, and the extra that installs each.
-EXTRA_OF = {
-    "typer": "cli",
-    "rich": "cli",
-    "yaml": "cli",
-    "click": "cli",
-    "numpy": "bench",
-    "matplotlib": "plots",
-    "httpx": "openai",
-    "starlette": "serve",
-    "uvicorn": "serve",
-}
-
-
-def missing_extra_message(module: str) -> str:
-    """What `pos` prints when `module` (a third-party package) is not installed."""
-    extra = EXTRA_OF.get(module, "harness")
-    line = f'pip install "pos-agent[{extra}]"'
-    if extra != "harness":
-        line += ' (or "pos-agent[harness]" for every command)'
-    return (
-        f"pos: the command line needs the `{extra}` extra ({module} is not installed).\n"
-        f"Install it with: {line}\n"
-        "The core (the monitor, the belief engine, the sentinel rules) needs no extra: "
-        "import pos_agent.monitor."
-    )
+from pos_agent.cli.extras import missing_extra_message
 
 
 def main() -> None:

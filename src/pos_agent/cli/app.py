@@ -93,7 +93,7 @@ def _plugins() -> dict[str, Any]:
 
 
 def _missing_extra(error: ModuleNotFoundError) -> None:
-    from pos_agent.cli import missing_extra_message
+    from pos_agent.cli.extras import missing_extra_message
 
     missing = (error.name or "").partition(".")[0]
     if not missing or missing == "pos_agent":

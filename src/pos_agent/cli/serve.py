@@ -76,7 +76,7 @@ def serve(
 
         from pos_agent.serve import ServeConfig, create_app, default_trace_dir
     except ModuleNotFoundError as error:  # the `serve` extra is not installed
-        from pos_agent.cli import missing_extra_message
+        from pos_agent.cli.extras import missing_extra_message
 
         missing = (error.name or "").partition(".")[0]
         if not missing or missing == "pos_agent":

@@ -73,7 +73,9 @@ class _Run:
         self.env = env
         self.call = agent.call
         self.limits = agent.policy_limits(env)
-        self.caller = ModelCaller(agent.model, temperature=agent.temperature)
+        self.caller = ModelCaller(
+            agent.model, temperature=agent.temperature, cap=agent.internal_cap(env)
+        )
         self.internal = InternalCalls(self.caller, self.call)
         self.episode = Episode()
         self.observation: Observation | None = None

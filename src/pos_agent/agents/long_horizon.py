@@ -32,11 +32,11 @@ from pos_agent.agents.context.accounting import InternalCalls
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.longhorizon import (
     DecisionRequest,
-    allowed,
-    role_fallback,
     LongHorizonHarness,
     LongHorizonOutcome,
     Round,
+    allowed,
+    role_fallback,
 )
 from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
 from pos_agent.agents.context.turns import Turn

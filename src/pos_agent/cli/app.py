@@ -67,6 +67,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "pos_agent.cli.serve",
         "Serve the OpenAI-compatible proxy: point your agent's base_url at it.",
     ),
+    "paper": LazyCommand(
+        "pos_agent.cli.paper",
+        "The paper's tables as one resumable run: plan and price the grid, run every cell.",
+    ),
     "doctor": LazyCommand(
         "pos_agent.cli.doctor",
         "Check the set-up; exit code 0 only when every checked model answered a schema-valid "
@@ -146,6 +150,11 @@ def load_command(name: str) -> Command | None:
                     pretty_exceptions_short=app.pretty_exceptions_short,
                     rich_markup_mode=app.rich_markup_mode,
                 )
+        for registered in app.registered_groups:  # a command group (`pos paper ...`)
+            if registered.name == name and registered.typer_instance is not None:
+                sub_group = typer.main.get_group(registered.typer_instance)
+                sub_group.name = name
+                return sub_group
         return None
     plugin = _plugins().get(name)
     if plugin is None:

@@ -16,15 +16,15 @@ from context_fixtures import RoleScript, user_text
 from pos_agent.agents.context import LongHorizonSettings, ModelCaller
 from pos_agent.agents.context.longhorizon import (
     DecisionRequest,
-    allowed,
-    role_fallback,
     LongHorizonHarness,
+    allowed,
     auditor_view,
     executor_view,
     final_view,
     parse_audit_report,
     parse_header,
     parse_manager_output,
+    role_fallback,
 )
 from pos_agent.envs._episode import BackendResult
 from pos_agent.envs.tools import (

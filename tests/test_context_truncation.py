@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent_fixtures import KitchenEnv
+from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.context import (
     AconMemory,
     AconSettings,
@@ -17,7 +18,6 @@ from pos_agent.agents.context import (
     SubgoalMemory,
     Turn,
 )
-from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.context.calls import TRUNCATION_RETRY_FACTOR, cut_at_cap
 from pos_agent.agents.context.longhorizon import DecisionRequest, LongHorizonHarness
 from pos_agent.llm import (

@@ -215,6 +215,10 @@ def _options(words: list[str]) -> set[str]:
     return options
 
 
+# Commands whose subcommands carry the options (`pos paper table1 --model ...`).
+COMMAND_GROUPS = frozenset({"trapbench", "paper", "data"})
+
+
 @needs_cli
 def test_the_command_lines_of_the_readme_and_docs_use_options_the_commands_have() -> None:
     readme = _command_lines(README)
@@ -223,7 +227,7 @@ def test_the_command_lines_of_the_readme_and_docs_use_options_the_commands_have(
     checked = 0
     for page in _pages():
         for words in _command_lines(page):
-            command = tuple(words[:2] if words[0] == "trapbench" else words[:1])
+            command = tuple(words[:2] if words[0] in COMMAND_GROUPS else words[:1])
             text = helps.setdefault(command, _help(list(command)))
             for option in _options(words):
                 assert option in text, f"{page.name}: pos {' '.join(command)} has no {option}"

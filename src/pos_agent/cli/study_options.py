@@ -40,6 +40,8 @@ class RunOptions:
     """Stop before the estimate or the spend would pass this."""
     price_table: Path | None
     """A price table over the shipped examples."""
+    price_as: str | None
+    """Bill every model at this model's price (a what-if)."""
     run_name: str | None
     out: Path
     resume: bool
@@ -76,6 +78,17 @@ _PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
         "price_table",
         Annotated[
             Path | None, typer.Option(help="A price table (YAML) over the shipped examples.")
+        ],
+        None,
+    ),
+    (
+        "price_as",
+        Annotated[
+            str | None,
+            typer.Option(
+                help="Bill every model of the study at this model's price from the price table "
+                "(a what-if, e.g. gpt-4o-mini)."
+            ),
         ],
         None,
     ),

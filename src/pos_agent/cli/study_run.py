@@ -47,7 +47,7 @@ def _plan_and_run(study: Study, options: RunOptions) -> None:
         specs = part.take(specs)
     name = _run_name(options.run_name, study, options.out, dry=options.dry_run)
     run_dir = options.out / name
-    prices = _prices(options.price_table)
+    prices = _prices(options.price_table, options.price_as)
     todo = _todo(specs, run_dir, options) if options.resume else specs
     plan = Plan(
         study,
@@ -78,10 +78,10 @@ def _cases(study: Study, options: RunOptions) -> tuple[list[CaseSpec], dict[str,
     loca = str(options.loca_root.expanduser().resolve()) if options.loca_root else None
 
     def missing(suite: Suite, exc: Exception) -> None:
+        why = str(exc).splitlines()[0].split(". ")[0][:160] if str(exc).strip() else "-"
         console.print(
-            f"[yellow]note:[/] {shown(suite.name)}: its data is not there yet "
-            f"({shown(str(exc).splitlines()[0][:200])}); the plan counts the cases it holds "
-            "once fetched (pos data get)"
+            f"[yellow]note:[/] {shown(suite.name)}: its data is not there yet ({shown(why)}); "
+            "the plan counts the cases the suite holds once it is (pos data get)"
         )
 
     try:
@@ -112,11 +112,19 @@ def _run_name(given: str | None, study: Study, out: Path, *, dry: bool) -> str:
     return name
 
 
-def _prices(path: Path | None) -> PriceTable:
+def _prices(path: Path | None, price_as: str | None) -> PriceTable:
+    """The price table (over the shipped examples); with `price_as`, every model at that
+    model's price."""
     try:
-        return load_prices(path)
+        table = load_prices(path)
     except (OSError, ValueError) as exc:
         fail(f"price table: {exc}")
+    if price_as is None:
+        return table
+    price = table.price(price_as)
+    if price is None:
+        fail(f"--price-as {price_as}: no such model in the price table ({', '.join(table.models)})")
+    return PriceTable({"*": price}, table.currency, table.per_tokens)
 
 
 def _todo(specs: list[CaseSpec], run_dir: Path, options: RunOptions) -> list[CaseSpec]:

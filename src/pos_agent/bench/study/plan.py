@@ -4,6 +4,7 @@ anything is sent (pure: text from the study, its cases and the estimate)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ def plan_text(plan: Plan) -> str:
     backbones = study.backbone_list()
     lines = [
         f"Plan: {len(plan.cells)} cells ({len(backbones)} backbone(s) x {len(study.suites)} "
-        f"suite(s) x {len(study.methods)} method(s)), {plan.cases} cases, into {plan.run}",
+        f"suite(s) x {len(study.methods)} method(s)), {plan.cases:,} cases, into {plan.run}",
         "",
         "Backbones:",
     ]
@@ -55,9 +56,19 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"  {b.label} = {b.model} ({against})")
     lines += _settings(study)
     lines += ["", *_estimate_method(), ""]
+    lines = _wrapped(lines)
     lines += _table(plan)
-    lines += ["", *_table2_check(), *_prices(plan), *_limit(plan)]
+    lines += _wrapped(["", *_table2_check(), *_prices(plan), *_limit(plan)])
     return "\n".join(lines)
+
+
+def _wrapped(lines: list[str], width: int = 100) -> list[str]:
+    """Prose lines wrapped at `width`, continuation lines indented under their first."""
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ") or [""]
+    return out
 
 
 def _settings(study: Study) -> list[str]:
@@ -116,7 +127,7 @@ def _table(plan: Plan) -> list[str]:
                 cell.key.suite,
                 cell.key.method + ("" if cell.measured else "*"),
                 str(cell.cases),
-                f"{cell.calls:.0f}",
+                f"{cell.calls:,.0f}",
                 *usage,
                 _k(cell.tokens),
                 _money(cost),
@@ -126,7 +137,9 @@ def _table(plan: Plan) -> list[str]:
         calls, tokens, cost = totals(chosen, plan.prices)
         cases = sum(c.cases for c in chosen)
         blank = ["" for _ in COMPONENTS]
-        rows.append([label, "", "", str(cases), f"{calls:.0f}", *blank, _k(tokens), _money(cost)])
+        rows.append(
+            [label, "", "", f"{cases:,}", f"{calls:,.0f}", *blank, _k(tokens), _money(cost)]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = [
         "  ".join(
@@ -163,6 +176,10 @@ def _table2_check() -> list[str]:
         total = sum(u.tokens for u in episode.values())
         parts.append(f"total {_k(total)} / {row['total']:.1f}")
         lines.append(f"  {method}: " + ", ".join(parts))
+    lines.append(
+        "  (-CV's Sentinel: this project's -CV makes no Sentinel call on diagnosis tasks, where "
+        "Eq. 4 gives the progress label, so its estimate has none.)"
+    )
     return lines
 
 

@@ -18,10 +18,12 @@ from context_fixtures import RoleScript, run_baseline, user_text
 from pos_agent.agents.base import Episode
 from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.context import INTERNAL_ROLES
+from pos_agent.agents.raw import RawAgent
 from pos_agent.envs import Environment
 from pos_agent.events import (
     ActionEvent,
     CompressionEvent,
+    DegradedEvent,
     Event,
     LookupEvent,
     ModelCallEvent,
@@ -299,6 +301,36 @@ def test_long_horizon_rounds_spend_the_shared_budget_and_trace_plan_and_audit(
     assert episode.extra["internal_calls"] == {"manager": 3, "executor": 3, "auditor": 4}
     traced = Counter(e.role for e in events if isinstance(e, ModelCallEvent))
     assert traced == Counter(roles), "every call of the ledger is in the trace"
+
+
+def test_an_unusable_long_horizon_decision_spends_a_step_as_every_other_methods_does(
+    tmp_path: Path,
+) -> None:
+    # Every method's unusable decision spends one step on a fallback action (roles/caller.py);
+    # LongHorizon's roles used to end their turn at no cost instead, so a backbone that cannot
+    # answer kept its whole budget for free.
+    def broken(request: GenerationRequest) -> str:
+        return "no JSON here"
+
+    lh_script = RoleScript(
+        {
+            "manager": lambda r: plan(),
+            "executor/act": broken,
+            "executor/report": lambda r: "nothing worked",
+            "auditor/query": broken,
+            "auditor/audit": lambda r: CLEAN,
+        }
+    )
+    lh_env = KitchenEnv(max_steps=4, winning="none")
+    episode, _, events = play("lh_harness", lh_script, lh_env, tmp_path / "lh", {"max_rounds": 3})
+    raw_env = KitchenEnv(max_steps=4, winning="none")
+    limits = role_limits("policy", model="openai:x", generation_tokens=512)
+    raw = RawAgent(RoleScript({"policy": broken}).model(), limits=limits).run(raw_env)
+    assert raw.steps == raw_env.steps_used == 4
+    assert episode.steps == lh_env.steps_used == raw.steps, "the same budget, spent the same way"
+    fallbacks = [e for e in events if isinstance(e, DegradedEvent) and e.fallback]
+    assert len(fallbacks) == 4 and {e.role for e in fallbacks} == {"executor"}
+    assert episode.degraded_steps == 4
 
 
 def test_long_horizon_submits_the_final_answer_in_a_tool_environment(tmp_path: Path) -> None:

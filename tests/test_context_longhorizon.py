@@ -4,6 +4,7 @@ their actions, and the final answer submitted from verified state."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,12 +17,14 @@ from pos_agent.agents.context import LongHorizonSettings, ModelCaller
 from pos_agent.agents.context.longhorizon import (
     DecisionRequest,
     LongHorizonHarness,
+    allowed,
     auditor_view,
     executor_view,
     final_view,
     parse_audit_report,
     parse_header,
     parse_manager_output,
+    role_fallback,
 )
 from pos_agent.envs import BackendResult
 from pos_agent.envs.tools import (
@@ -367,6 +370,19 @@ def test_an_action_outside_the_role_view_ends_the_turn_without_reaching_the_envi
     env = KitchenEnv(max_steps=10)
     outcome = harness(script, decider).run(env)
     assert env.steps_used == 0 and outcome.auditor_queries == 0
+
+
+def test_an_unusable_decision_falls_back_within_every_role_view_never_to_finish() -> None:
+    services = ServiceEnv().reset()
+    check_web = tool("check", service="web")
+    for view in (executor_view(services), auditor_view(services, "rca"), final_view(services)):
+        assert role_fallback(view, []) == check_web and allowed(check_web, view)
+    kitchen = KitchenEnv().reset()
+    assert role_fallback(executor_view(kitchen), []) == "examine microwave 1"
+    assert role_fallback(executor_view(kitchen), ["examine microwave 1"]) == "open microwave 1"
+    assert role_fallback(auditor_view(kitchen, "alfworld"), []) == "examine microwave 1"
+    bare = dataclasses.replace(kitchen, admissible_actions=["open microwave 1"])
+    assert role_fallback(auditor_view(bare, "alfworld"), []) is None, "nothing it may take"
 
 
 class ThreeCallServiceEnv(ServiceEnv):

@@ -5,8 +5,10 @@ the LongHorizon manager's plan, HiAgent's and PACE's summaries."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from agent_fixtures import KitchenEnv
+from pos_agent.agents.baselines import build_baseline, resolve_settings
 from pos_agent.agents.context import (
     AconMemory,
     AconSettings,
@@ -17,8 +19,17 @@ from pos_agent.agents.context import (
 )
 from pos_agent.agents.context.calls import TRUNCATION_RETRY_FACTOR, cut_at_cap
 from pos_agent.agents.context.longhorizon import DecisionRequest, LongHorizonHarness
-from pos_agent.llm import Completion, Message, ModelFailure, ScriptedModel, ScriptedReply, Usage
+from pos_agent.llm import (
+    Completion,
+    Message,
+    ModelFailure,
+    ScriptedModel,
+    ScriptedReply,
+    TokenLedger,
+    Usage,
+)
 from pos_agent.llm.backend import GenerationRequest
+from pos_agent.roles.limits import role_limits
 from pos_agent.transition import Transition
 
 CUT = "### REASONING\nThe agent opened the drawer and found"
@@ -152,3 +163,78 @@ def test_pace_never_keeps_a_cut_chunk_summary() -> None:
         assert CUT not in (chunk.detailed or "") and CUT not in (chunk.brief or "")
         assert (chunk.detailed or "").startswith("(no summary; start of the observation)")
         assert chunk.summary_failures == 2
+
+
+# -- every agent-side call within the case's generation length, retries included ------------------
+
+
+def test_a_cut_answer_is_retried_only_up_to_the_generation_cap() -> None:
+    respond, seen = cut_then("whole")
+    caller = ModelCaller(ScriptedModel(respond), cap=512)
+    assert caller.text("compressor", "compress", [Message("user", "s")], max_tokens=384) == "whole"
+    assert [r.max_tokens for r in seen] == [384, 512], "the retry is cut to the cap"
+    respond, seen = cut_then(cuts=2)
+    caller = ModelCaller(ScriptedModel(respond), cap=512)
+    assert caller.text("manager", "plan", [Message("user", "p")], max_tokens=512) is None
+    assert [r.max_tokens for r in seen] == [512], "no larger budget is left: not asked again"
+    assert [c.ok for c in caller.calls] == [False]
+    assert "the call has failed" in str(caller.calls[0].outcome)
+
+
+def test_no_baseline_call_asks_for_more_than_the_papers_512_tokens_on_alfworld(
+    tmp_path: Path,
+) -> None:
+    asked: list[int] = []
+
+    def respond(request: GenerationRequest) -> ScriptedReply:
+        asked.append(request.max_tokens)
+        if request.role == "manager":
+            return ScriptedReply("Task state: ...", truncated=True)
+        raise AssertionError(f"unexpected {request.role}/{request.purpose}")
+
+    settings = resolve_settings(
+        "alfworld-mini", "lh_harness", {"max_rounds": 2}, generation_tokens=512
+    )
+    agent, _ = build_baseline(
+        "lh_harness",
+        ScriptedModel(respond),
+        settings,
+        limits=role_limits("policy", model="openai:x", generation_tokens=512),
+        ledger=TokenLedger(),
+        trace=None,
+        on_step=None,
+        temperature=0.0,
+    )
+    agent.run(KitchenEnv(max_steps=5))
+    assert asked == [512, 512], "one call per round, each within the paper's 512 (not 1,024)"
+
+
+def test_the_harness_caps_a_baselines_own_calls_at_the_cases_generation_length(
+    tmp_path: Path,
+) -> None:
+    from pos_agent.bench.agent_factory import build_agent
+    from pos_agent.bench.spec import CaseSpec
+    from pos_agent.trace import TraceWriter
+
+    asked: list[int] = []
+
+    def respond(request: GenerationRequest) -> ScriptedReply:
+        asked.append(request.max_tokens)
+        return ScriptedReply("Task state: ...", truncated=True)
+
+    model = ScriptedModel(respond, spec="openai:scripted")
+    spec = CaseSpec(
+        env="toy",
+        task="heat-mug",
+        agent="lh_harness",
+        model="openai:scripted",
+        generation_tokens=96,
+        method_options={"max_rounds": 1},
+    )
+    env = KitchenEnv(max_steps=3)
+    with TraceWriter(tmp_path) as trace:
+        agent, settings = build_agent(
+            spec, env, lambda n, r: model, TokenLedger(), trace, None, None
+        )
+        agent.run(env)
+    assert settings["generation_tokens"] == 96 and asked == [96], "the suite's cap, no retry"

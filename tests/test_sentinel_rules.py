@@ -439,3 +439,66 @@ def test_real_opposite_states_still_conflict_with_fillers() -> None:
         ],
     )
     assert "internal_conflict" in rules_of(check_rules(belief, OBS))
+
+
+# -- history attributes record a past value, not the current one --------------------------------
+
+
+@pytest.mark.parametrize("history", ["initial door", "previous status", "original door state"])
+def test_a_history_attribute_is_no_conflict_with_the_current_value(history: str) -> None:
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": history,
+                "value": "closed",
+            },
+            {"op": "upsert_state", "entity": "microwave 1", "attribute": "door", "value": "open"},
+        ],
+    )
+    assert rejected == []
+    assert "internal_conflict" not in rules_of(check_rules(belief, OBS))
+
+
+def test_current_values_still_conflict_beside_a_history_attribute() -> None:
+    belief, _ = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "initial door",
+                "value": "closed",
+            },
+            {"op": "upsert_state", "entity": "microwave 1", "attribute": "door", "value": "open"},
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "status",
+                "value": "closed",
+            },
+        ],
+    )
+    findings = [f for f in check_rules(belief, OBS) if f.rule == "internal_conflict"]
+    assert len(findings) == 1 and "initial door" not in findings[0].reason
+    assert "door=open" in findings[0].reason and "status=closed" in findings[0].reason
+
+
+def test_a_history_value_is_not_contradicted_by_the_step_that_changed_it() -> None:
+    observations = {**OBS, 2: "You open the microwave 1. The microwave 1 is open."}
+    belief, rejected = apply_patch(
+        base().at_step(3),
+        [
+            {
+                "op": "upsert_state",
+                "entity": "microwave 1",
+                "attribute": "initial door",
+                "value": "closed",
+                "evidence": [2],
+            }
+        ],
+    )
+    assert rejected == []
+    assert "contradicts_observation" not in rules_of(check_rules(belief, observations))

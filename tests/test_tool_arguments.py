@@ -177,9 +177,17 @@ CALLS = {
 
 
 def _received(env_name: str, env: Any, tool: str, argument: str) -> list[Any]:
+    """The argument of every call of `tool` the environment got, but for its own fallback call
+    (what an unusable decision spends its step on: LongHorizon's final answer, which this
+    responder answers with a tool outside that view)."""
     if env_name == "loca":
         return [args.get(argument) for args in env.received(tool)]
-    return [call.args.get(argument) for call in env.seen if call.tool == tool]
+    fallback = env.fallback_call
+    return [
+        call.args.get(argument)
+        for call in env.seen
+        if call.tool == tool and (call.tool, call.args) != (fallback.tool, fallback.args)
+    ]
 
 
 def _responder(tool: str, argument: str) -> Any:

@@ -37,6 +37,10 @@ class BackboneOptions(TypedDict, total=False):
     context_window: int | None
     """Tokens a policy prompt plus its answer must fit in (`agents/fit.py`, the same rule for
     every history-based method); None or left out: the history is never cut."""
+    generation_cap: int | None
+    """The case's generation length (paper App. D.1): no call of the method, its own summaries,
+    plans and reports and their retries included, asks for more; None or left out: the paper's
+    for the environment."""
 
 
 class BackboneAgent:
@@ -50,6 +54,7 @@ class BackboneAgent:
         self.limits = options.get("limits")
         self.temperature = options.get("temperature", 0.0)
         self.context_window = options.get("context_window")
+        self.generation_cap = options.get("generation_cap")
 
     def fitted_prompt(
         self,
@@ -86,6 +91,11 @@ class BackboneAgent:
             model=self.model.spec,
             generation_tokens=paper_generation_tokens(env.kind, env.name),
         )
+
+    def internal_cap(self, env: Environment) -> int:
+        """The cap of the method's own calls: the case's generation length (`generation_cap`),
+        else the paper's for this environment."""
+        return self.generation_cap or paper_generation_tokens(env.kind, env.name)
 
     def record_step(
         self,

@@ -54,10 +54,13 @@ def build_baseline(
     embed_model: str = LEXICAL_SPEC,
     embed_options: ModelOptions | None = None,
     context_window: int | None = None,
+    generation_cap: int | None = None,
 ) -> tuple[Agent, dict[str, Any]]:
     """The agent for `method` and the settings it runs with (for the trace and the result).
     `context_window` cuts the ReAct methods' history to fit (`agents/fit.py`, as for Raw);
-    LongHorizon's roles carry no transcript to cut."""
+    LongHorizon's roles carry no transcript to cut. `generation_cap` (the case's generation
+    length; None: the paper's for the environment) caps every call of the method, retries
+    included."""
     recorded: dict[str, Any] = {"policy": asdict(limits)}
     options: BackboneOptions = {
         "ledger": ledger,
@@ -65,6 +68,7 @@ def build_baseline(
         "on_step": on_step,
         "limits": limits,
         "temperature": temperature,
+        "generation_cap": generation_cap,
     }
     if method in LONG_HORIZON_METHODS:
         recorded["baseline"] = asdict(settings.long_horizon)

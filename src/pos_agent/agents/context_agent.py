@@ -119,7 +119,7 @@ class ContextAgent(BackboneAgent):
 
     def run(self, env: Environment) -> Episode:
         limits = self.policy_limits(env)
-        caller = ModelCaller(self.model, temperature=self.temperature)
+        caller = ModelCaller(self.model, temperature=self.temperature, cap=self.internal_cap(env))
         internal = InternalCalls(caller, self.call)
         episode = Episode()
         lookups_made = 0

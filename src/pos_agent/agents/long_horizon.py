@@ -5,8 +5,10 @@ termination as every other method.
 The rounds decide; this agent supplies what they call and records what they do:
 - `decide`: one executor action, auditor query or final answer by the backbone, through the
   same role caller, schemas and action validation as the ReAct methods (an inadmissible answer
-  is repaired to the nearest action of the role's view; no usable answer ends the role's turn,
-  which is how the rounds treat `finish`), accounted under the role that made it;
+  is repaired to the nearest action of the role's view; no usable answer, or one outside the
+  role's view, spends a step on the fallback action as every other method does: a read-only
+  call or the first admissible action of the view, `role_fallback`), accounted under the role
+  that made it;
 - the trace: every environment action and observation, each round's plan (`round_plan`: task
   state, contract, route, subtask) and verdict (`round_audit`), and the manager's, report and
   audit calls under the ledger roles `manager`, `executor` and `auditor`;
@@ -33,6 +35,8 @@ from pos_agent.agents.context.longhorizon import (
     LongHorizonHarness,
     LongHorizonOutcome,
     Round,
+    allowed,
+    role_fallback,
 )
 from pos_agent.agents.context.settings import LongHorizonSettings, benchmark_family
 from pos_agent.envs import Environment, Observation
@@ -69,12 +73,15 @@ class _Run:
         self.env = env
         self.call = agent.call
         self.limits = agent.policy_limits(env)
-        self.caller = ModelCaller(agent.model, temperature=agent.temperature)
+        self.caller = ModelCaller(
+            agent.model, temperature=agent.temperature, cap=agent.internal_cap(env)
+        )
         self.internal = InternalCalls(self.caller, self.call)
         self.episode = Episode()
         self.observation: Observation | None = None
         self.degraded: set[int] = set()
         self.thought = ""
+        self.recent: list[str] = []  # the last two environment actions (what a fallback avoids)
 
     def play(self) -> Episode:
         harness = LongHorizonHarness(
@@ -196,16 +203,22 @@ class _Run:
             purpose=request.purpose,
         )
         action, repair = validate_action(action_text(answer), view.admissible_actions)
+        if action is not None and not allowed(action, view):
+            action, repair = None, f"{action!r} is not an action the {request.role} may take"
         if action is None:
+            # The same rule as every other method (roles/caller.py `settle_action`): an
+            # unusable decision spends a step on a fallback, it never ends a turn for free.
+            fallback = role_fallback(view, self.recent)
             self.degraded.add(request.step)
             self.call.emit(
                 DegradedEvent(
                     step=request.step,
                     role=request.role,
-                    reason=f"{repair or 'no answer'}; the {request.role}'s turn ends",
+                    fallback=fallback,
+                    reason=repair or "no answer",
                 )
             )
-            return None
+            return fallback
         if repair:
             self.degraded.add(request.step)
             self.call.emit(
@@ -219,6 +232,7 @@ class _Run:
     def acted(self, role: str, turn: Transition, observation: Observation) -> None:
         """An environment action was taken (executor, auditor query, or the final answer)."""
         self.observation = observation
+        self.recent = [*self.recent[-1:], turn.action]
         self.call.emit(ActionEvent(step=turn.step - 1, action=turn.action, thought=self.thought))
         self.agent.record_step(
             self.episode,

@@ -53,6 +53,9 @@ class AgentRequest:
     on_step: StepCallback | None = None
     pos_config: PosConfig | None = None
     """PoS variants: the loop's settings the case starts from (None: the defaults)."""
+    generation_tokens: int | None = None
+    """The case's generation length (the suite's, else the paper's): every agent-side call's
+    cap, retries included."""
 
 
 Built = tuple[Agent, dict[str, Any]]  # the agent and the settings recorded in trace and result
@@ -85,7 +88,9 @@ def build_agent(
         "temperature": TEMPERATURE,
         "profile_asked": spec.profile,
     }
-    request = AgentRequest(spec, models, limits, ledger, trace, on_step, pos_config)
+    request = AgentRequest(
+        spec, models, limits, ledger, trace, on_step, pos_config, generation_tokens
+    )
     agent, recorded = BUILDERS[method.kind](request)
     settings.update(recorded)
     return agent, settings
@@ -126,6 +131,7 @@ def _build_baseline(r: AgentRequest) -> Built:
         temperature=TEMPERATURE,
         embed_model=spec.embed_model,
         context_window=spec.context_window,
+        generation_cap=r.generation_tokens,
     )
 
 

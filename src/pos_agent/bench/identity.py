@@ -122,6 +122,8 @@ def spec_settings(spec: Any) -> dict[str, Any]:
     data = dict(redact_record(spec.model_dump()))
     if data.get("cache_rule") == DEFAULT_CACHE_RULE:
         del data["cache_rule"]  # as UNSET_LEFT_OUT: runs recorded before keep their hash
+    if data.get("tag", "") is None:
+        del data["tag"]  # the same: a case without a tag hashes as before tags existed
     if callable(getattr(spec, "models", None)):
         data.pop("model", None)
         data.pop("role_models", None)

@@ -6,6 +6,7 @@ suites, run folders and the CLI can read a spec without importing the case runne
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.roles.limits import ProfileName
 
 ModelLoader = Callable[[str, str], Model]  # (spec, role) -> model
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class CaseSpec(BaseModel):
@@ -68,6 +70,16 @@ class CaseSpec(BaseModel):
     cache_rule: str = DEFAULT_CACHE_RULE
     """The provider rule (`cost/cache.py`) of the cached-token estimate for calls whose server
     reports no cache counts; it changes only that estimate, never what an agent does."""
+    tag: str | None = None
+    """A short label appended to the case's folder, so that one run can hold the same case
+    under several backbones (a study's backbone label); None: no label."""
+
+    @field_validator("tag")
+    @classmethod
+    def _folder_safe(cls, tag: str | None) -> str | None:
+        if tag is not None and not _TAG.fullmatch(tag):
+            raise ValueError(f"tag {tag!r} must be letters, digits, '.', '_' or '-'")
+        return tag
 
     @field_validator("cache_rule")
     @classmethod
@@ -82,8 +94,9 @@ class CaseSpec(BaseModel):
 
     @property
     def folder(self) -> str:
-        """The case's folder name inside a run: method and case id."""
-        return f"{self.agent}__{self.case_id}"
+        """The case's folder name inside a run: method and case id (and the tag, when set)."""
+        tag = "" if self.tag is None else f"__{self.tag}"
+        return f"{self.agent}__{self.case_id}{tag}"
 
     def models(self) -> dict[str, str]:
         """The model spec of each role the method calls (raw and the baselines: one backbone

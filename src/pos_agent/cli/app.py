@@ -68,6 +68,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "pos_agent.cli.serve",
         "Serve the OpenAI-compatible proxy: point your agent's base_url at it.",
     ),
+    "paper": LazyCommand(
+        "pos_agent.cli.paper",
+        "The paper's tables as one resumable run: plan and price the grid, run every cell.",
+    ),
     "doctor": LazyCommand(
         "pos_agent.cli.doctor",
         "Check the set-up; exit code 0 only when every checked model answered a schema-valid "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal, NoReturn
@@ -150,7 +151,7 @@ def bench(
         executor, workers, ray_address, max_concurrency, model_concurrency, model_rpm
     )
     placement.check()
-    part = _shard(shard)
+    part = parse_shard(shard)
     loaded, specs = _cases(suite, methods, options, limit, lengths, seeds)
     if part is not None:
         everything = len(specs)
@@ -170,8 +171,8 @@ def bench(
         f"[bold]pos bench[/] {shown(loaded.name)}: {len(specs)} cases{sharded} "
         f"({shown(', '.join(methods))}), {placement.where(specs)} -> {shown(run_dir)}"
     )
-    results = _play(specs, config, name)
-    _summarise(results, run_dir)
+    results = play_cases(specs, config, name)
+    summarise(results, run_dir)
 
 
 def _methods(agents: str) -> list[str]:
@@ -287,7 +288,7 @@ def _bench_config(
     )
 
 
-def _shard(text: str | None) -> Shard | None:
+def parse_shard(text: str | None) -> Shard | None:
     if text is None:
         return None
     try:
@@ -367,8 +368,14 @@ def _cases(
     return loaded, specs
 
 
-def _play(specs: list[CaseSpec], config: BenchConfig, name: str) -> list[CaseResult]:
-    """Run the bench with a progress bar; the exits of a refused, failed or stopped run."""
+def play_cases(
+    specs: list[CaseSpec],
+    config: BenchConfig,
+    name: str,
+    also: Callable[[CaseResult], None] | None = None,
+) -> list[CaseResult]:
+    """Run the bench with a progress bar; the exits of a refused, failed or stopped run.
+    `also` is told each result after it is shown (`pos paper --max-cost` adds up the spend)."""
     with progress_bar(console) as bar:
         task = bar.add_task("checking the set-up", total=len(specs))
 
@@ -385,6 +392,8 @@ def _play(specs: list[CaseSpec], config: BenchConfig, name: str) -> list[CaseRes
                 completed=progress.skipped + progress.done,
                 description=progress.success_line(),
             )
+            if also is not None:
+                also(result)
 
         try:
             return run_bench(specs, config, on_result=show)
@@ -417,7 +426,7 @@ def _created(config: BenchConfig) -> bool:
     return (config.run_dir / CONFIG_NAME).is_file()
 
 
-def _summarise(results: list[CaseResult], run_dir: Path) -> None:
+def summarise(results: list[CaseResult], run_dir: Path) -> None:
     unscored = Counter(r.status for r in results if not is_scored(r.status))
     console.print(
         f"done: {len(results)} cases; summary {shown(run_dir / 'summary.json')}"

@@ -37,6 +37,14 @@ def report(
             "model) over the shipped examples: adds Table 2 in billed tokens and cost."
         ),
     ] = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            help="The paper's layout (a `pos paper` run): Tables 1, 2 and 9 and Figures 1, 3 "
+            "and 4 with the published values, 95% intervals, a paired test and footnotes "
+            "(paper.md, CSV, LaTeX, PNG)."
+        ),
+    ] = False,
 ) -> None:
     """Success, tokens per role, trapping and context-length tables, methods side by side.
 
@@ -51,6 +59,9 @@ def report(
     from pos_agent.cost import load_prices
 
     target = out if out is not None else _default_report_dir(run_dirs)
+    if paper:
+        _paper_report(run_dirs, target, plots=plots)
+        return
     try:
         prices = load_prices(price_table) if price_table is not None else None
     except (OSError, ValueError) as exc:
@@ -71,6 +82,22 @@ def report(
     typer.echo(printable(written.markdown))
     typer.echo(f"report: {written.markdown_path}")
     typer.echo("tables: " + ", ".join(str(p) for p in written.csv_paths))
+    if written.plot_paths:
+        typer.echo("plots: " + ", ".join(str(p) for p in written.plot_paths))
+
+
+def _paper_report(run_dirs: list[Path], target: Path, *, plots: bool) -> None:
+    from pos_agent.bench.report import ReportError
+    from pos_agent.bench.report.paper import write_paper_report
+
+    try:
+        written = write_paper_report(run_dirs, target, plots=plots)
+    except ReportError as exc:
+        typer.echo(f"error: {printable(exc)}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(printable(written.markdown))
+    typer.echo(f"report: {written.markdown_path}")
+    typer.echo("tables: " + ", ".join(str(p) for p in [*written.csv_paths, *written.latex_paths]))
     if written.plot_paths:
         typer.echo("plots: " + ", ".join(str(p) for p in written.plot_paths))
 

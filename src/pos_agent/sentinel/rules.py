@@ -129,6 +129,13 @@ _PROPERTY_WORDS: dict[str, frozenset[str]] = {
 }
 # Words a state value may carry besides its polar word ("is open", "now hot").
 _FILLERS = _wordset("is are now currently already still very fully completely turned switched")
+# An attribute naming a past value, not the current one ("initial door", "previous location").
+# It records history: "initial door=closed" beside "door=open" is no conflict, and the step a
+# history value cites may show the change itself ("You open the door").
+_HISTORY_ATTRIBUTES = _wordset(
+    "initial initially original originally previous previously prior former formerly earlier "
+    "before old past history historical start starting was were"
+)
 # An attribute naming an intention, not a property ("plan", "next step", "goal").
 _PLAN_ATTRIBUTES = _wordset(
     "plan plans planned goal goals next intent intention intended todo need needs needed "
@@ -217,11 +224,15 @@ def internal_conflicts(belief: Belief, entity_ids: Iterable[str] | None = None) 
     for entity_id, states in by_entity.items():
         if len(states) < 2:
             continue
-        polar = [(s, polar_state(s)) for s in states]
+        # Values of one time conflict: the current ones with each other, a history attribute
+        # only with itself ("initial door=closed" never with "door=open").
+        polar = [(s, polar_state(s), history_of(s)) for s in states]
         for name, *_ in _POLARITIES:
-            yes = [s for s, p in polar if p == (name, True)]
-            no = [s for s, p in polar if p == (name, False)]
-            if yes and no:
+            for when in sorted({h for _, _, h in polar}, key=lambda h: h or ""):
+                yes = [s for s, p, h in polar if p == (name, True) and h == when]
+                no = [s for s, p, h in polar if p == (name, False) and h == when]
+                if not (yes and no):
+                    continue
                 ids = tuple(sorted({s.id for s in yes + no}))
                 values = ", ".join(f"{s.attribute}={s.value}" for s in yes + no)
                 findings.append(
@@ -232,6 +243,13 @@ def internal_conflicts(belief: Belief, entity_ids: Iterable[str] | None = None) 
                     )
                 )
     return findings
+
+
+def history_of(state: State) -> str | None:
+    """The past moment a state's attribute names ("initial door": its normalized text), or
+    None for a current value."""
+    attribute = normalize_text(state.attribute)
+    return attribute if _HISTORY_ATTRIBUTES & set(_WORDS.findall(attribute)) else None
 
 
 def contradictions(
@@ -245,6 +263,8 @@ def contradictions(
         polar = polar_state(state)
         if entity is None or state.source != "observed" or not state.evidence or polar is None:
             continue
+        if history_of(state) is not None:
+            continue  # a past value: the cited step may show the change away from it
         name = normalize_text(entity.name)
         for step in state.evidence:
             text = observations.get(step)

@@ -13,6 +13,11 @@ would replace a whole one for good, and a manager plan could lose its `Next:` li
 recorded as a failed call (kind `truncated`, its tokens still counted) and asked once more with
 `TRUNCATION_RETRY_FACTOR` times the budget; cut again, the call has failed, and the method takes
 its usual fallback.
+
+Every agent-side call, the retry included, stays within the case's generation length (`cap`:
+the paper's 512 tokens on ALFWorld, 4,096 elsewhere, App. D.1), as every PoS call does: the
+retry's budget is cut to the cap, and a call that already had the whole cap is not asked again
+(at temperature 0 the same budget gives the same cut answer).
 """
 
 from __future__ import annotations
@@ -62,20 +67,26 @@ class ModelCaller:
     at `temperature` (0, as in the paper).
     """
 
-    def __init__(self, model: Model, *, temperature: float = 0.0) -> None:
+    def __init__(self, model: Model, *, temperature: float = 0.0, cap: int | None = None) -> None:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, not {temperature}")
+        if cap is not None and cap < 1:
+            raise ValueError(f"the generation cap must be positive, not {cap}")
         self.model = model
         self.temperature = temperature
+        self.cap = cap
+        """The case's generation length: no call, retry included, asks for more (None: none)."""
         self.calls: list[InternalCall] = []
 
     def text(
         self, role: str, purpose: str, messages: Sequence[Message], *, max_tokens: int
     ) -> str | None:
         """The answer's text, stripped; None when the call failed, the answer was blank, or it
-        was cut at its output cap twice (once at `max_tokens`, once at the larger retry budget)."""
-        budget = max_tokens
-        for attempt in range(2):
+        was cut at its output cap (once at `max_tokens`, and once more at the larger retry
+        budget when the generation cap leaves room for one)."""
+        budget = self._capped(max_tokens)
+        retry = self._capped(max_tokens * TRUNCATION_RETRY_FACTOR)
+        while True:
             answer = self._complete(role, purpose, messages, None, budget, keep=False)
             if answer is None:
                 return None
@@ -83,10 +94,14 @@ class ModelCaller:
                 self.record(role, purpose, answer, messages)
                 text = answer.text.strip()
                 return text or None
-            truncated = _as_truncation(answer, budget, retried=attempt > 0)
-            self.record(role, purpose, truncated, messages)
-            budget = max_tokens * TRUNCATION_RETRY_FACTOR
-        return None
+            last = retry <= budget
+            self.record(role, purpose, _as_truncation(answer, budget, retried=last), messages)
+            if last:
+                return None
+            budget = retry
+
+    def _capped(self, tokens: int) -> int:
+        return tokens if self.cap is None else min(tokens, self.cap)
 
     def record(
         self,
@@ -148,6 +163,7 @@ def cut_at_cap(answer: Completion, max_tokens: int) -> bool:
 
 
 def _as_truncation(answer: Completion, max_tokens: int, *, retried: bool) -> ModelFailure:
+    """`retried`: no larger budget is left (the retry was made, or the cap allows none)."""
     then = "the call has failed" if retried else "asked again with a larger budget"
     return ModelFailure(
         "truncated",

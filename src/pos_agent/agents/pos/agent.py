@@ -13,8 +13,8 @@ One episode (DESIGN §1, Algorithm 1 of the paper):
         from the K-th validated transition: health H; trapped -> diagnose, compose C; else release C
 
 The variants share this loop; what each one uses is a fact of `VARIANT_PARTS` (config.py): without
-consistency (`no_consistency`) the audit and revision are skipped (progress is still judged, by
-the same question), without trapping (`no_trapping`) health and recovery, and with
+consistency (`no_consistency`) the audit and revision are skipped (on execution tasks progress
+is still judged, by the same question; on diagnosis tasks Eq. 4 needs no call), without trapping (`no_trapping`) health and recovery, and with
 `generic_recovery` one generic line replaces the factorized constraint.
 
 `run()` is a short loop over `step()`; everything one episode knows is its `EpisodeState`

@@ -120,15 +120,14 @@ class BeliefSteps:
         judge = state.health.task == "execution"
         if not self.parts.uses_consistency:
             self.call.emit(BeliefCommitEvent(step=step.step, audited=False))
-            # The progress call the paper's -CV still makes, on every task (its Table 2 counts
-            # sentinel tokens for -CV on RCA); on diagnosis tasks Eq. 4 gives the label below.
-            verdict = state.sentinel.judge_progress(candidate, step, turn.gap, before=base)
-            update = Update(
-                candidate.belief,
-                accepted=True,
-                progress=verdict.progress if judge else 0,
-                degraded=verdict.failed,
-            )
+            # The progress call -CV still makes on execution tasks, where the label is the
+            # sentinel's judgment. On diagnosis tasks Eq. 4 gives the label below, so no call
+            # is made (as in the authors' code): a judgment that is thrown away would only add
+            # sentinel tokens to -CV's bill.
+            update = Update(candidate.belief, accepted=True, progress=0, degraded=False)
+            if judge:
+                verdict = state.sentinel.judge_progress(candidate, step, turn.gap, before=base)
+                update = replace(update, progress=verdict.progress, degraded=verdict.failed)
         else:
             update = self.validate(state, base, ops, candidate, step, turn.gap, judge)
         d = None

@@ -2,10 +2,12 @@
 
 from pos_agent.agents.context.longhorizon.actions import (
     FINISH,
+    allowed,
     auditor_view,
     executor_view,
     final_view,
     is_finish,
+    role_fallback,
 )
 from pos_agent.agents.context.longhorizon.reports import (
     AuditReport,
@@ -33,6 +35,7 @@ __all__ = [
     "ManagerPlan",
     "Round",
     "RoundObserver",
+    "allowed",
     "auditor_view",
     "executor_view",
     "final_view",
@@ -40,4 +43,5 @@ __all__ = [
     "parse_audit_report",
     "parse_header",
     "parse_manager_output",
+    "role_fallback",
 ]

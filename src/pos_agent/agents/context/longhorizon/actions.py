@@ -9,6 +9,7 @@
   games they are the looking verbs of each game (`look`, `inventory`, `examine`, ...).
 - The final answer gets only the terminal tool(s).
 Executor and auditor also get `finish`, which ends their turn without an environment action.
+An unusable decision is not a `finish`: it spends a step on `role_fallback`, as every method's.
 Every view keeps the environment's calls per turn (RCA: 3), as every other method gets them.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from pos_agent.agents.context.settings import Family
 from pos_agent.envs import Observation
+from pos_agent.roles.caller import fallback_action
 
 FINISH = "finish"
 FINISH_TOOL: dict[str, Any] = {
@@ -178,7 +180,11 @@ def final_view(observation: Observation) -> Observation:
 
 def allowed(action: str, view: Observation) -> bool:
     """Whether `action` is one the restricted view offers (the harness may have repaired it
-    to something else; a role must never reach outside its view)."""
+    to something else; a role must never reach outside its view). The environment's own
+    fallback call is in every view: it is harmless and read-only, never a submission, and it is
+    what every method's unusable decision spends its step on (`role_fallback`)."""
+    if view.fallback_action is not None and action == view.fallback_action:
+        return True
     if view.tools is not None:
         names = {str(t.get("name")) for t in view.tools}
         try:
@@ -190,3 +196,21 @@ def allowed(action: str, view: Observation) -> bool:
     if view.admissible_actions is None:
         return True
     return action in view.admissible_actions
+
+
+def role_fallback(view: Observation, recent: Sequence[str]) -> str | None:
+    """The action a role's unusable decision spends its step on, as every other method's does
+    (`roles.caller.fallback_action`): the environment's own fallback call (a harmless read-only
+    tool call); else, in a text game, the first action of the view not just tried; else a call
+    of the view's first argument-free tool (an empty call of its first tool when none is: the
+    environment explains the format). Never `finish` or a submission. None only when the view
+    offers nothing else (an auditor in a room with no looking verb)."""
+    if view.fallback_action is not None:
+        return view.fallback_action
+    actions = [a for a in view.admissible_actions or [] if a != FINISH]
+    if actions:
+        return next((a for a in actions if a not in recent), actions[0])
+    tools = [t for t in view.tools or [] if t.get("name") != FINISH and not is_terminal_tool(t)]
+    if tools:
+        return fallback_action(dataclasses.replace(view, tools=tools), None, recent)
+    return None

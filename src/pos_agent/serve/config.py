@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,8 +56,26 @@ class ServeConfig:
     belief_model_factory: Callable[[], Any] | None = None
     """Builds the belief model (default: `load_model(belief_model)`)."""
     settings: dict[str, Any] = field(default_factory=dict)
+    polling_tools: Mapping[str, int] = field(default_factory=dict)
+    """Tool name -> calls in a row that are normal (a status poll); within it, no alarm."""
+    exempt_tools: Collection[str] = ()
+    """Tools whose calls the monitor never judges (a planning or a memory tool)."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         self.upstream = self.upstream.rstrip("/")
+        self.polling_tools = dict(self.polling_tools)
+        self.exempt_tools = tuple(self.exempt_tools)
+
+    def new_monitor(self, goal: str) -> TrapMonitor:
+        """A session's monitor: `monitor_factory(goal)`, else one with this config's health,
+        polling and exempt tools."""
+        if self.monitor_factory is not None:
+            return self.monitor_factory(goal)
+        return TrapMonitor(
+            goal or None,
+            health=self.health,
+            polling_tools=self.polling_tools,
+            exempt_tools=self.exempt_tools,
+        )

@@ -191,6 +191,6 @@ def test_a_code_agents_tool_calls_are_seen_in_its_code_and_refused_there() -> No
     onset = next(r.step for r in guard.reports if r.onset)
     # From the block level the tool answered with the refusal instead of running; at the stop
     # the agent was interrupted.
-    assert len(calls) == onset + guard.monitor.policy.block_after
+    assert len(calls) == onset + (guard.monitor.policy.block_after or 0)
     assert len(guard.reports) < 20
     assert "Refused:" in json.dumps(upstream.bodies[-1]["messages"])

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -92,7 +92,7 @@ def test_the_cli_extra_alone_runs_the_cli_commands(wheel: Path, tmp_path: Path) 
 class _Upstream(BaseHTTPRequestHandler):
     """A scripted chat server: every request gets the same short answer."""
 
-    seen: list[dict[str, Any]] = []
+    seen: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))

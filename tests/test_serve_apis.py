@@ -6,6 +6,7 @@ message, the refusal as its answer)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_messages_api_loop_is_watched_and_nudged_out(stream: bool) -> None:
     assert [b["type"] for b in noted["content"]] == ["tool_result", "text"]
     assert NUDGE_MARK in noted["content"][-1]["text"]
     roles = [m["role"] for m in sent]
-    assert all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(roles))
     assert NUDGE_MARK not in json.dumps(messages)
     assert all(path == "/v1/messages" for path in upstream.paths)
 
@@ -104,7 +105,6 @@ def test_messages_api_block_nudges_first_then_answers_with_the_refusal(stream: b
 def test_openai_agents_default_responses_path_is_watched_and_blocked() -> None:
     agents = pytest.importorskip("agents")
     import asyncio
-    import itertools
 
     from openai import AsyncOpenAI
 

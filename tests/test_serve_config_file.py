@@ -79,7 +79,10 @@ def test_a_yaml_file_and_the_command_line_over_it(tmp_path: Path, served: list[A
     assert proxy.config.polling_tools == {"ci": 3}
     assert proxy.config.exempt_tools == ("plan", "remember")  # from the file
     done = _serve("--config", str(config), "--no-trace")
-    assert served[1][0].state.proxy.config.polling_tools == {"job_status": 12, "wait_for_deploy": 10}
+    assert served[1][0].state.proxy.config.polling_tools == {
+        "job_status": 12,
+        "wait_for_deploy": 10,
+    }
 
 
 def test_repeatable_options_on_the_command_line(served: list[Any]) -> None:

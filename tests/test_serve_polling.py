@@ -34,7 +34,9 @@ def _polls(tool: str) -> Any:
     return script
 
 
-def _status_loop(url: str, tool: str = "job_status", max_turns: int = 30) -> tuple[int, list[Any], str | None]:
+def _status_loop(
+    url: str, tool: str = "job_status", max_turns: int = 30
+) -> tuple[int, list[Any], str | None]:
     """The `openai` client's loop: the tool calls that ran, each answer's headers, the last text."""
     from openai import OpenAI
 

@@ -105,7 +105,9 @@ class StepMonitor:
             observation = f"Error: {memory_step.error}"
         # A call `guard_tools` refused produced nothing: no progress, whatever its text.
         refused = observation is not None and REFUSED in str(observation)
-        self.guard.feed(step_action(memory_step), observation or "", progress=0 if refused else None)
+        self.guard.feed(
+            step_action(memory_step), observation or "", progress=0 if refused else None
+        )
         hint = self.guard.take_hint()
         if hint is not None:
             before = memory_step.observations

@@ -32,10 +32,11 @@ class ServeConfig:
     """How `pos serve` runs. The defaults are what `pos serve --upstream URL` uses."""
 
     upstream: str
-    """The OpenAI-compatible base URL, e.g. `http://127.0.0.1:8080/v1`."""
+    """The upstream's base URL, e.g. `http://127.0.0.1:8080/v1` (`/v1/X` goes to `<upstream>/X`)."""
     policy: Policy = "observe"
     """`observe` changes nothing; `nudge` adds the monitor's note to the request; `block` also
-    answers a forbidden repeated call with a refusal."""
+    answers a forbidden repeated call with a refusal from the alarm's block level, and every
+    call at its stop level."""
     health: Diagnosis = "improved"
     """The monitor's diagnosis: `improved` or `paper` (Eq. 5-6)."""
     belief_model: str | None = None

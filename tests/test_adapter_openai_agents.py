@@ -125,3 +125,20 @@ def test_the_hooks_raise_trap_stop_on_stop_and_only_when_asked() -> None:
     ):
         _run(_agent(chat.base_url, quiet, []), quiet)
     assert quiet.stopped
+
+
+def test_guard_tool_and_raise_on_stop_together_stop_the_run() -> None:
+    # The documented ladder: a hint at the onset, refusals from the block level, then the stop.
+    # Refused calls never reach `on_tool_end`, so the stop must be raised elsewhere.
+    guard = Guard(goal="read config.yaml")
+    calls: list[str] = []
+    with (
+        scripted_chat(same_call("read_file", {"path": "config.yaml"}), marker="\0") as chat,
+        pytest.raises(TrapStop, match="stop at step"),
+    ):
+        _run(_agent(chat.base_url, guard, calls, block=True), guard, raise_on_stop=True)
+    kinds = [r.advice.kind for r in guard.reports]
+    assert kinds.index("inject") < kinds.index("block") < kinds.index("stop")
+    assert guard.stopped and chat.tool_calls < 20
+    onset = next(r.step for r in guard.reports if r.onset)
+    assert len(calls) == onset + (guard.monitor.policy.block_after or 0)  # refused after the block

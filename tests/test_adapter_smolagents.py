@@ -140,3 +140,57 @@ def test_a_monitor_that_raises_leaves_the_run_alone(monkeypatch: pytest.MonkeyPa
     ) as chat:
         _agent(chat.base_url, guard, calls).run("Read config.yaml.")  # to its step limit
     assert len(calls) == 20 and guard.errors >= 20 and chat.hint_at is None  # +1: max steps
+
+
+def test_a_code_agents_tool_calls_are_seen_in_its_code_and_refused_there() -> None:
+    # smolagents' default agent writes code; the loop is the same read inside changing code.
+    from smolagents import CodeAgent
+    from smolagents.utils import AgentError
+
+    from test_serve_fakes import ThreadServer, Upstream, upstream_app
+
+    turns = iter(range(1000))
+
+    def code(body: dict[str, Any]) -> dict[str, Any]:
+        n = next(turns)
+        return {
+            "content": f"Thought: try {n}.\n<code>\nsettings_{n} = read_file(path='config.yaml')\nprint(settings_{n})\n</code>"
+        }
+
+    guard = Guard(goal="read the settings in config.yaml")
+    calls: list[str] = []
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the workspace.
+
+        Args:
+            path: The file's path.
+        """
+        calls.append(path)
+        return FILES.get(path, f"error: {path} not found (exit code 1)")
+
+    upstream = Upstream(code)
+    with ThreadServer(upstream_app(upstream)) as up:
+        model = OpenAIModel(model_id="scripted", api_base=f"{up.url}/v1", api_key="test-key")
+        agent = CodeAgent(
+            tools=guard_tools(guard, [read_file]),
+            model=model,
+            max_steps=20,
+            step_callbacks=[StepMonitor(guard)],
+            verbosity_level=0,
+        )
+        with pytest.raises(AgentError, match="interrupted"):  # the stop
+            agent.run("Read the settings in config.yaml.")
+    # The monitor compared the calls inside the code, not the code (which changed each time).
+    assert {str(r.forbidden_actions) for r in guard.reports if r.trapped} == {
+        '(\'read_file {"path":"config.yaml"}\',)'
+    }
+    kinds = [r.advice.kind for r in guard.reports]
+    assert kinds.index("inject") < kinds.index("block") < kinds.index("stop")
+    onset = next(r.step for r in guard.reports if r.onset)
+    # From the block level the tool answered with the refusal instead of running; at the stop
+    # the agent was interrupted.
+    assert len(calls) == onset + (guard.monitor.policy.block_after or 0)
+    assert len(guard.reports) < 20
+    assert "Refused:" in json.dumps(upstream.bodies[-1]["messages"])

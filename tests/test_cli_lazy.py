@@ -83,3 +83,11 @@ def test_a_plugin_that_is_not_installed_says_how_to_get_it(
     result = CliRunner().invoke(cli_app.app, ["trapbench", "eval"])
     assert result.exit_code == 2
     assert 'pip install "pos-agent[trapbench]"' in result.output
+
+
+def test_doctor_runs_with_the_cli_extra_alone() -> None:
+    # `pos doctor` shares cli/common.py with `pos run`; PACE's scorer (numpy, the bench extra)
+    # is imported only where it is used.
+    done = _pos(["doctor", "--model", "scripted"], blocked="numpy")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "pos_agent.cli.doctor" in done.stdout.rpartition("LOADED")[2]

@@ -25,8 +25,17 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 MARKED = re.compile(r"<!-- ([\w-]+) -->\s*```python\n(.*?)```", re.DOTALL)
 
-# Blocks that need a running server or a model; each has its own test below.
-SPECIAL = {"serve-example"}
+# Blocks that need a running server or a model; each has its own test (below, and the clients of
+# docs/serve.md in test_serve_docs.py).
+SPECIAL = {
+    "serve-example",
+    "serve-chat",
+    "serve-responses",
+    "serve-messages",
+    "serve-smolagents",
+    "serve-openai-agents",
+    "serve-langchain",
+}
 
 # What each marked block prints, where it prints something.
 PRINTS = {

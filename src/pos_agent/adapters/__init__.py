@@ -11,8 +11,28 @@ imports none):
 
 `Guard` (one monitor per run, thread-safe) and `watch` (a decorator for the tool functions of a
 hand-written loop) need no framework. See docs/monitor.md.
+
+`code_calls` reads the tool calls in the code a `CodeAgent` writes. `monitor_options` reads the polling and exempt tools from the file `pos serve --config` takes.
 """
 
+from pos_agent.adapters.code import code_blocks, code_calls
 from pos_agent.adapters.guard import HINT_PREFIX, Guard, TrapStop, watch
+from pos_agent.adapters.options import (
+    DEFAULT_POLLS,
+    monitor_options,
+    polling_option,
+    read_config_file,
+)
 
-__all__ = ["HINT_PREFIX", "Guard", "TrapStop", "watch"]
+__all__ = [
+    "DEFAULT_POLLS",
+    "HINT_PREFIX",
+    "Guard",
+    "TrapStop",
+    "code_blocks",
+    "code_calls",
+    "monitor_options",
+    "polling_option",
+    "read_config_file",
+    "watch",
+]

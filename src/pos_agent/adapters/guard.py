@@ -31,13 +31,16 @@ from typing import Any, ParamSpec, TypeVar
 
 from pos_agent.monitor import Advice, MonitorReport, ToolCall, TrapMonitor
 
-__all__ = ["HINT_PREFIX", "Guard", "TrapStop", "watch"]
+__all__ = ["HINT_PREFIX", "REFUSED", "Guard", "TrapStop", "watch"]
 
 log = logging.getLogger(__name__)
 
 HINT_PREFIX = "[PoS monitor] "
 """Starts every text an adapter shows the agent, so that a reader of the transcript (and a test)
 can tell the monitor's words from the tool's."""
+
+REFUSED = HINT_PREFIX + "Refused:"
+"""Starts every refusal text: a tool output that holds it is a refused call, never progress."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -181,7 +184,7 @@ class Guard:
             return None
         why = last.recovery or "it was tried already without progress"
         return (
-            f"{HINT_PREFIX}Refused: this call was not run. The agent is trapped "
+            f"{REFUSED} this call was not run. The agent is trapped "
             f"({last.pattern}) and this call is one of the repeated ones. Do something else.\n"
             f"{why}"
         )
@@ -243,7 +246,7 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
                 call = call_of(args, kwargs)
                 refusal = guard.refusal(call)
                 if refusal is not None:
-                    guard.feed(call, refusal)
+                    guard.feed(call, refusal, progress=0)
                     return refusal
                 return finish(call, await function(*args, **kwargs))
 
@@ -254,7 +257,7 @@ def watch(guard: Guard, *, name: str | None = None) -> Callable[[Callable[P, R]]
             call = call_of(args, kwargs)
             refusal = guard.refusal(call)
             if refusal is not None:
-                guard.feed(call, refusal)
+                guard.feed(call, refusal, progress=0)
                 return refusal
             return finish(call, function(*args, **kwargs))
 

@@ -73,7 +73,7 @@ class PosMiddleware(AgentMiddleware):
         refusal = self.guard.refusal(call)
         if refusal is None:
             return None
-        self.guard.feed(call, refusal)
+        self.guard.feed(call, refusal, progress=0)
         return ToolMessage(
             content=refusal,
             tool_call_id=request.tool_call.get("id") or "",

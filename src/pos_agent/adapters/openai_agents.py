@@ -19,7 +19,8 @@ and a tool guardrail.
   while the advice blocks the call, answers the model with the refusal text instead of running
   the tool (`ToolGuardrailFunctionOutput.reject_content`).
 - On `stop`, `PosRunHooks(guard, raise_on_stop=True)` raises `AgentsTrapStop` (a `TrapStop`)
-  out of `Runner.run`.
+  out of `Runner.run`: after the tool call that reached it, or, when `guard_tool` refused that
+  call (the SDK runs no tool hook then), before the next model call.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ class PosRunHooks(RunHooks[Any]):
         if self.raise_on_stop and report is not None and report.advice.kind == "stop":
             raise AgentsTrapStop(report)
 
+    async def on_llm_start(
+        self, context: RunContextWrapper[Any], agent: Any, system_prompt: Any, input_items: Any
+    ) -> None:
+        # A call that `guard_tool` refused never reaches `on_tool_end` (the SDK skips the
+        # tool's hooks), but the guard counted it: the stop it reached ends the run here,
+        # before the next model call.
+        last = self.guard.last
+        if self.raise_on_stop and last is not None and self.guard.stopped:
+            raise AgentsTrapStop(last)
+
 
 class HintFilter:
     """A `call_model_input_filter` that shows the guard's hint in the model input.
@@ -110,7 +121,7 @@ def guard_tool(guard: Guard, tool: FunctionTool) -> FunctionTool:
         refusal = guard.refusal(call)
         if refusal is None:
             return ToolGuardrailFunctionOutput.allow()
-        guard.feed(call, refusal)
+        guard.feed(call, refusal, progress=0)
         return ToolGuardrailFunctionOutput.reject_content(refusal)
 
     guarded = copy.copy(tool)

@@ -18,6 +18,11 @@ the memory into the next step's prompt, so the model reads it there, once, and i
 history like any observation. Only the advice decides: a standing alarm injects nothing more
 (re-injecting sent a smolagents run back into its loop). On `stop` the agent is interrupted
 (`agent.interrupt()`) unless `interrupt_on_stop=False`.
+
+A `CodeAgent` (smolagents' default agent) calls its tools from the Python code it writes: the
+monitor reads the tool calls in that code (`pos_agent.adapters.code_calls`), and `guard_tools`
+refuses a forbidden one where the code calls it (the code gets the refusal as the tool's
+result).
 """
 
 from __future__ import annotations
@@ -32,23 +37,39 @@ except ImportError as error:  # pragma: no cover - exercised without the extra
         'pos_agent.adapters.smolagents needs smolagents: pip install "pos-agent[smolagents]"'
     ) from error
 
-from pos_agent.adapters.guard import Guard
+from pos_agent.adapters.code import code_calls
+from pos_agent.adapters.guard import REFUSED, Guard
 from pos_agent.monitor import ToolCall
 
 __all__ = ["StepMonitor", "guard_tools", "step_action"]
 
 FINAL_ANSWER = "final_answer"
+PYTHON_INTERPRETER = "python_interpreter"
+"""The call a `CodeAgent` step records: its code as the arguments."""
 
 T = TypeVar("T")
 
 
+def _calls(call: Any) -> list[ToolCall]:
+    """One smolagents tool call as monitor calls: a `CodeAgent`'s code as the tool calls in it
+    (the code alone when it calls no tool)."""
+    arguments = call.arguments if call.arguments is not None else ""
+    if call.name == PYTHON_INTERPRETER and isinstance(arguments, str):
+        inner = code_calls(arguments)
+        if inner:
+            return inner
+    return [ToolCall(call.name, arguments)]
+
+
 def step_action(step: ActionStep) -> object:
-    """The monitor's action for one step: its tool calls (the final answer left out), else the
-    code it ran or the text the model wrote."""
+    """The monitor's action for one step: its tool calls (the final answer left out; for a
+    `CodeAgent`, the tool calls inside its code), else the code it ran or the text the model
+    wrote."""
     calls = [
-        ToolCall(call.name, call.arguments if call.arguments is not None else "")
+        inner
         for call in step.tool_calls or ()
         if call.name != FINAL_ANSWER
+        for inner in _calls(call)
     ]
     if len(calls) == 1:
         return calls[0]
@@ -82,7 +103,11 @@ class StepMonitor:
         observation = memory_step.observations
         if observation is None and memory_step.error is not None:
             observation = f"Error: {memory_step.error}"
-        self.guard.feed(step_action(memory_step), observation or "")
+        # A call `guard_tools` refused produced nothing: no progress, whatever its text.
+        refused = observation is not None and REFUSED in str(observation)
+        self.guard.feed(
+            step_action(memory_step), observation or "", progress=0 if refused else None
+        )
         hint = self.guard.take_hint()
         if hint is not None:
             before = memory_step.observations

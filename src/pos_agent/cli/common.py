@@ -19,7 +19,6 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
 from pos_agent.llm import ModelFailure, printable
 from pos_agent.roles.limits import PROFILE_NAMES, parse_bounds
 
@@ -149,6 +148,10 @@ def checked_bounds(bound: list[str] | None) -> dict[str, int | None]:
 def checked_embed_model(spec: str, *, used: bool) -> str:
     """The --embed-model spec; when a PACE case will use it, its key and client are checked
     now (no request is made), so a broken set-up stops the command before any case runs."""
+    # Imported here: PACE's scorer needs numpy (the `bench` extra), and this module is shared
+    # by commands that run with the `cli` extra alone (`pos doctor`).
+    from pos_agent.agents.context.embeddings import LEXICAL_SPEC, check_embed_spec, load_embedder
+
     try:
         checked = check_embed_spec(spec)
         if used and checked != LEXICAL_SPEC:

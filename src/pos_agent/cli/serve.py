@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from pos_agent.cli.app import app
+from pos_agent.cli.serve_config import ConfigOption, ExemptOption, PollingOption, polling_table
 
 if TYPE_CHECKING:
     from pos_agent.serve import ServeConfig
@@ -69,6 +70,9 @@ def serve(
     timeout: TimeoutOption = 600.0,
     note_role: NoteRoleOption = "user",
     log_level: LogLevelOption = "info",
+    polling_tool: PollingOption = None,
+    exempt_tool: ExemptOption = None,
+    config_file: ConfigOption = None,
 ) -> None:
     """Serve the OpenAI-compatible proxy: point your agent's base_url at it."""
     try:
@@ -97,6 +101,8 @@ def serve(
         ttl_s=ttl,
         timeout_s=timeout,
         note_role=_note_role(note_role),
+        polling_tools=polling_table(polling_tool),
+        exempt_tools=tuple(exempt_tool or ()),
     )
     _announce(config, upstream, host, port, log_level)
     try:
@@ -139,6 +145,9 @@ def _announce(config: ServeConfig, upstream: str, host: str, port: int, log_leve
     if host not in LOOPBACK:
         typer.echo(f"warning: binding {host}: the proxy is reachable beyond this machine", err=True)
     belief = f", belief {config.belief_model}" if config.belief_model else ""
+    polls = ", ".join(f"{name}={n}" for name, n in config.polling_tools.items())
+    belief += f", polling {polls}" if polls else ""
+    belief += f", exempt {', '.join(config.exempt_tools)}" if config.exempt_tools else ""
     typer.echo(
         f"pos serve: {host}:{port} -> {upstream} (policy {config.policy}, health "
         f"{config.health}{belief}); traces: {config.trace_dir or 'off'}",

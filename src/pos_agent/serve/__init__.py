@@ -1,4 +1,5 @@
-"""`pos serve`: PoS in front of any agent, as an OpenAI-compatible proxy (docs/serve.md).
+"""`pos serve`: PoS in front of any agent, as a proxy for OpenAI Chat Completions, the OpenAI
+Responses API and the Anthropic Messages API (docs/serve.md).
 
 ```python
 import uvicorn
@@ -10,7 +11,8 @@ uvicorn.run(app, host="127.0.0.1", port=8765)
 
 Point the agent's `base_url` at the proxy; each response carries the monitor's verdict in
 `X-PoS-*` headers. History formats are read by `StepParser`s (OpenAI tool calls, smolagents'
-text, ReAct text); add your own in `ServeConfig(parsers=...)`.
+text and a CodeAgent's code, ReAct text); add your own in `ServeConfig(parsers=...)`. Responses
+and Messages requests are read as Chat Completions messages first (`apis.py`).
 """
 
 from pos_agent.serve.app import create_app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,10 +32,11 @@ class ServeConfig:
     """How `pos serve` runs. The defaults are what `pos serve --upstream URL` uses."""
 
     upstream: str
-    """The OpenAI-compatible base URL, e.g. `http://127.0.0.1:8080/v1`."""
+    """The upstream's base URL, e.g. `http://127.0.0.1:8080/v1` (`/v1/X` goes to `<upstream>/X`)."""
     policy: Policy = "observe"
     """`observe` changes nothing; `nudge` adds the monitor's note to the request; `block` also
-    answers a forbidden repeated call with a refusal."""
+    answers a forbidden repeated call with a refusal from the alarm's block level, and every
+    call at its stop level."""
     health: Diagnosis = "improved"
     """The monitor's diagnosis: `improved` or `paper` (Eq. 5-6)."""
     belief_model: str | None = None
@@ -56,8 +57,26 @@ class ServeConfig:
     belief_model_factory: Callable[[], Any] | None = None
     """Builds the belief model (default: `load_model(belief_model)`)."""
     settings: dict[str, Any] = field(default_factory=dict)
+    polling_tools: Mapping[str, int] = field(default_factory=dict)
+    """Tool name -> calls in a row that are normal (a status poll); within it, no alarm."""
+    exempt_tools: Collection[str] = ()
+    """Tools whose calls the monitor never judges (a planning or a memory tool)."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         self.upstream = self.upstream.rstrip("/")
+        self.polling_tools = dict(self.polling_tools)
+        self.exempt_tools = tuple(self.exempt_tools)
+
+    def new_monitor(self, goal: str) -> TrapMonitor:
+        """A session's monitor: `monitor_factory(goal)`, else one with this config's health,
+        polling and exempt tools."""
+        if self.monitor_factory is not None:
+            return self.monitor_factory(goal)
+        return TrapMonitor(
+            goal or None,
+            health=self.health,
+            polling_tools=self.polling_tools,
+            exempt_tools=self.exempt_tools,
+        )

@@ -6,7 +6,9 @@ forbidden one). Three formats ship:
 
 - `ToolCallsParser`: OpenAI `tool_calls` on assistant messages, answered by `tool` messages;
 - `SmolagentsParser`: smolagents' memory as text, an assistant "Calling tools:\\n[{...}]"
-  followed by a user "Observation:\\n..." (or "Call id: ...\\nError:\\n...");
+  followed by a user "Observation:\\n..." (or "Call id: ...\\nError:\\n..."); a `CodeAgent`'s
+  step (one `python_interpreter` call) is the tool calls inside its code, and its answers are
+  read from their code blocks;
 - `ReActParser`: the classic "Thought / Action / Action Input / Observation" text, in separate
   messages or as one scratchpad.
 
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pos_agent.adapters.code import code_blocks, code_calls
 from pos_agent.monitor import ToolCall
 
 __all__ = [
@@ -138,6 +141,7 @@ class ToolCallsParser:
         return [c for c in (_tool_call(r) for r in raw_calls) if c is not None]
 
 
+_PYTHON = "python_interpreter"
 _CALLING = re.compile(r"Calling tools:\s*\n(\[.*\])", re.DOTALL)
 _SMOL_OBSERVATION = re.compile(r"^\s*(?:Call id: [^\n]*\n)?(?:Observation|Error):\s*\n?", re.I)
 
@@ -163,14 +167,26 @@ class SmolagentsParser:
         return found
 
     def calls(self, message: Message) -> list[ToolCall]:
-        return self._parse(message_text(message))
+        text = message_text(message)
+        # A CodeAgent's answer is code; "Calling tools:" appears only in its memory.
+        return self._parse(text) or [c for code in code_blocks(text) for c in code_calls(code)]
 
     @staticmethod
     def _parse(text: str) -> list[ToolCall]:
         match = _CALLING.search(text)
         if match is None:
             return []
-        listing = match.group(1)
+        calls = []
+        for call in SmolagentsParser._listed(match.group(1)):
+            # A CodeAgent step is one `python_interpreter` call: the tools its code calls.
+            inner = []
+            if call.name == _PYTHON and isinstance(call.arguments, str):
+                inner = code_calls(call.arguments)
+            calls += inner or [call]
+        return calls
+
+    @staticmethod
+    def _listed(listing: str) -> list[ToolCall]:
         try:
             raw = ast.literal_eval(listing)
         except (ValueError, SyntaxError, MemoryError, RecursionError):

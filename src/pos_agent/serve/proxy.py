@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 
 from pos_agent.events import DegradedEvent, Event
-from pos_agent.monitor import Advice, TrapMonitor, canonical_action
+from pos_agent.monitor import Advice, canonical_action
 from pos_agent.serve.config import GOAL_CHARS, NOTE_PREFIX, ServeConfig
 from pos_agent.serve.parsers import Step, StepParser, message_text, parse_history
-from pos_agent.serve.policy import Verdict
+from pos_agent.serve.policy import Refusal, Verdict
 from pos_agent.serve.sessions import SESSION_HEADER, Note, Session, SessionStore, session_id
 from pos_agent.serve.traces import SessionTrace, step_events
 
@@ -93,11 +93,7 @@ class Proxy:
 
     def _new_session(self, goal: str, model: str | None) -> Callable[[str], Session]:
         def new(key: str) -> Session:
-            factory = self.config.monitor_factory
-            monitor = (
-                factory(goal) if factory else TrapMonitor(goal or None, health=self.config.health)
-            )
-            session = Session(key, monitor)
+            session = Session(key, self.config.new_monitor(goal))
             if self.config.trace_dir is not None:
                 session.trace = SessionTrace(self.config.trace_dir / key)
                 session.trace.start(key, self.config.upstream, self._settings(), model)
@@ -115,6 +111,8 @@ class Proxy:
             "policy": self.config.policy,
             "health": self.config.health,
             "belief_model": self.config.belief_model,
+            "polling_tools": dict(self.config.polling_tools),
+            "exempt_tools": list(self.config.exempt_tools),
             **self.config.settings,
         }
 
@@ -205,7 +203,10 @@ class Proxy:
             session.trace.emit(events)
         report = session.report
         forbidden: frozenset[str] = frozenset()
-        if self.config.policy == "block" and report is not None and report.trapped:
+        # Nudge first: the block policy refuses only from the alarm's block level on, and
+        # every call at its stop level (the monitor's `AlarmPolicy` sets both).
+        blocking = report is not None and report.escalation in ("block", "stop")
+        if self.config.policy == "block" and report is not None and blocking:
             forbidden = frozenset(
                 canonical_action(a, monitor.normalise).key for a in report.forbidden_actions
             )
@@ -217,8 +218,36 @@ class Proxy:
             # No new step in this request: the standing verdict, with nothing new to do.
             report = replace(report, advice=Advice("none", level=report.escalation))
         return Verdict(
-            report, session.id, tuple(session.notes), forbidden, degraded=degraded, extra_note=extra
+            report,
+            session.id,
+            tuple(session.notes),
+            forbidden,
+            stop=self.config.policy == "block"
+            and report is not None
+            and report.escalation == "stop",
+            degraded=degraded,
+            extra_note=extra,
         )
+
+    async def refused(self, session: Session | None, refusals: Sequence[Refusal]) -> None:
+        """Count each refusal as a monitor step (the refused calls, the refusal as their
+        output), as the adapters do: a run that keeps making a refused call climbs the alarm's
+        levels to the stop. Never raises."""
+        if session is None or not refusals:
+            return
+        async with session.lock:
+            try:
+                monitor = session.monitor
+                for refusal in refusals:
+                    action = refusal.calls[0] if len(refusal.calls) == 1 else refusal.calls
+                    report = monitor.observe(action, refusal.text, progress=0)
+                    session.report = report
+                    if session.trace is not None:
+                        text = canonical_action(action, monitor.normalise).text
+                        session.trace.emit(step_events(text, refusal.text, report))
+            except Exception:
+                session.errors += 1
+                log.exception("the monitor failed on a refusal in session %s", session.id)
 
     async def _believe(
         self, session: Session, step: int, action: str, observed: Step

@@ -1,10 +1,11 @@
-"""The proxy's routes: Chat Completions through the monitor, the sessions it keeps, and
+"""The proxy's routes: the judged APIs through the monitor, the sessions it keeps, and
 everything else passed through to the upstream unchanged.
 
     POST /v1/chat/completions   the history becomes monitor steps; the verdict goes in the
-                                response headers; per policy a note is added to the request
-                                (nudge) or a forbidden repeated call is answered with a refusal
-                                (block); streaming is passed through chunk by chunk
+    POST /v1/responses          response headers; per policy a note is added to the request
+    POST /v1/messages           (nudge) or a forbidden repeated call is answered with a refusal
+                                (block), each in the API's own shape (apis.py); streaming is
+                                passed through chunk by chunk
     GET  /pos/sessions          the sessions the proxy keeps, with their verdicts
     anything else               passed through to the upstream unchanged
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -22,19 +24,26 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from pos_agent.monitor import TrapMonitor
-from pos_agent.serve.policy import Verdict, refuse_answer, with_notes
+from pos_agent.serve.apis import Api, ChatApi, History
+from pos_agent.serve.messages_api import MessagesApi
+from pos_agent.serve.policy import Judge, Verdict
 from pos_agent.serve.proxy import HOP_HEADERS, Proxy
+from pos_agent.serve.responses_api import ResponsesApi
 from pos_agent.serve.sessions import Session
-from pos_agent.serve.streaming import StreamGuard, relay
+from pos_agent.serve.streaming import StreamEnding, relay
 
 __all__ = ["Routes"]
 
 log = logging.getLogger("pos_agent.serve")
 
 
-def _error(status: int, kind: str, message: str) -> JSONResponse:
+def _error(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}}, status_code=status
+        {"error": {"message": message, "type": kind, "code": status}},
+        status_code=status,
+        headers=headers,
     )
 
 
@@ -49,6 +58,11 @@ class Routes:
     def __init__(self, proxy: Proxy) -> None:
         self.proxy = proxy
         self.config = proxy.config
+        self.apis: dict[str, Api] = {
+            "chat": ChatApi(self.config.parsers),
+            "responses": ResponsesApi(),
+            "messages": MessagesApi(),
+        }
 
     async def send(
         self, method: str, url: str, headers: dict[str, str], body: bytes
@@ -76,13 +90,26 @@ class Routes:
         answer = await self.send(request.method, url, proxy.forward_headers(request.headers), body)
         if isinstance(answer, JSONResponse):
             return answer
+        # An event stream that breaks ends with an error event; any other body is cut.
+        events = answer.headers.get("content-type", "").startswith("text/event-stream")
         return StreamingResponse(
-            relay(answer, None, raw=True),
+            relay(answer.aiter_raw(), answer, None, StreamEnding(None), events=events),
             status_code=answer.status_code,
             headers=_relayed(answer, decoded=False),
         )
 
     async def chat(self, request: Request) -> Response:
+        return await self.judged(request, self.apis["chat"])
+
+    async def responses(self, request: Request) -> Response:
+        return await self.judged(request, self.apis["responses"])
+
+    async def messages(self, request: Request) -> Response:
+        return await self.judged(request, self.apis["messages"])
+
+    async def judged(self, request: Request, api: Api) -> Response:
+        """A request of one of the judged APIs: its history through the monitor, the policy
+        applied in the API's own shape, the verdict in the headers."""
         proxy = self.proxy
         body = await request.body()
         # The proxy's own time: from the whole request in hand to forwarding it, and from the
@@ -93,11 +120,12 @@ class Routes:
             payload = json.loads(body)
         except ValueError:
             payload = None
-        if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        history = api.history(payload) if isinstance(payload, dict) else None
+        if history is None or not isinstance(payload, dict):
             return await self.passthrough(request)
-        verdict = await proxy.verdict(request.headers, payload["messages"], payload.get("model"))
+        verdict = await proxy.verdict(request.headers, history.messages, payload.get("model"))
         session = proxy.store.peek(verdict.session)
-        rewritten = self._with_policy(payload, verdict)
+        rewritten = self._with_policy(api, payload, history, verdict)
         if rewritten is not None:
             payload = rewritten
             body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -109,72 +137,93 @@ class Routes:
         if isinstance(answer, JSONResponse):
             answer.headers.update(pos_headers)
             return answer
+        judge = Judge(verdict, _monitor(session), session.format if session else None)
         timing = (before, cpu_before)
         if payload.get("stream"):
-            return self._streamed(answer, verdict, session, pos_headers, timing)
-        return await self._answered(answer, verdict, session, pos_headers, timing)
+            return await self._streamed(api, answer, judge, session, pos_headers, timing)
+        return await self._answered(api, answer, judge, session, pos_headers, timing)
 
-    def _with_policy(self, payload: dict[str, Any], verdict: Verdict) -> dict[str, Any] | None:
+    def _with_policy(
+        self, api: Api, payload: dict[str, Any], history: History, verdict: Verdict
+    ) -> dict[str, Any] | None:
         """The request with the session's notes in its history (nudge, block) or this request's
         belief note (show_belief), or None to forward it as it came."""
-        config, messages = self.config, payload["messages"]
+        config = self.config
         if config.policy != "observe" and not verdict.failed:
-            forwarded = with_notes(messages, verdict, config.note_role)
-            return None if forwarded is messages else {**payload, "messages": forwarded}
+            return api.with_notes(payload, history, verdict, config.note_role)
         if config.show_belief and verdict.extra_note:
             belief_only = replace(verdict, notes=())
-            return {**payload, "messages": with_notes(messages, belief_only, config.note_role)}
+            return api.with_notes(payload, history, belief_only, config.note_role)
         return None
 
-    def _streamed(
+    async def _streamed(
         self,
+        api: Api,
         answer: httpx.Response,
-        verdict: Verdict,
+        judge: Judge,
         session: Session | None,
         pos_headers: dict[str, str],
         timing: tuple[float, float],
-    ) -> StreamingResponse:
-        """A streamed answer, relayed as it comes (through a guard while a block stands);
-        `timing` is the proxy's time and CPU time before forwarding the request."""
-        guard = StreamGuard(verdict, _monitor(session)) if verdict.forbidden else None
+    ) -> Response:
+        """A streamed answer, relayed as it comes (through a guard while the policy may refuse
+        a call); `timing` is the proxy's time and CPU time before forwarding the request. An
+        upstream that fails before its first byte gives an error status; one that fails after
+        it, an error event at the end of the stream."""
+        chunks = answer.aiter_bytes()
+        first = await _first_chunk(chunks, answer, self.config.upstream)
+        if isinstance(first, JSONResponse):
+            first.headers.update(pos_headers)
+            return first
+        guard = api.guard(judge) if judge.active else None
         before, cpu_before = timing
         headers = {**_relayed(answer, decoded=True), **pos_headers}
         headers["server-timing"] = (
             f"pos;dur={before * 1000:.3f};desc=before-upstream, pos-cpu;dur={cpu_before * 1000:.3f}"
         )
+        ending = StreamEnding(api.ending if answer.status_code == 200 else None)
+
+        async def refused() -> None:
+            await self.proxy.refused(session, judge.refused)
+
         return StreamingResponse(
-            relay(answer, guard, raw=False), status_code=answer.status_code, headers=headers
+            relay(_chain(first, chunks), answer, guard, ending, on_end=refused),
+            status_code=answer.status_code,
+            headers=headers,
         )
 
     async def _answered(
         self,
+        api: Api,
         answer: httpx.Response,
-        verdict: Verdict,
+        judge: Judge,
         session: Session | None,
         pos_headers: dict[str, str],
         timing: tuple[float, float],
     ) -> Response:
-        """A whole answer, read, with a forbidden call in it refused (block)."""
+        """A whole answer, read, with the calls the policy refuses replaced (block)."""
         try:
             content = await answer.aread()
         except httpx.HTTPError as error:
             await answer.aclose()
-            return _error(502, "upstream_broken", f"PoS proxy: the upstream answer broke ({error})")
+            timeout = isinstance(error, httpx.TimeoutException)
+            return _error(
+                504 if timeout else 502,
+                "upstream_timeout" if timeout else "upstream_broken",
+                f"PoS proxy: the upstream answer broke ({type(error).__name__})",
+                pos_headers,
+            )
         await answer.aclose()
         after_start, cpu_after_start = time.perf_counter(), time.thread_time()
         blocked = False
-        if verdict.forbidden and answer.status_code == 200:
+        if judge.active and answer.status_code == 200:
             try:
                 parsed = json.loads(content)
-                fmt = session.format if session is not None else None
-                if isinstance(parsed, dict) and refuse_answer(
-                    parsed, verdict, self.config.parsers, fmt, _monitor(session)
-                ):
+                if isinstance(parsed, dict) and api.refuse(parsed, judge, judge.fmt):
                     content = json.dumps(parsed, ensure_ascii=False).encode("utf-8")
                     blocked = True
             except Exception:
                 log.exception(
-                    "the block policy failed on session %s; answer relayed", verdict.session
+                    "the block policy failed on session %s; answer relayed", judge.verdict.session
                 )
         headers = {**_relayed(answer, decoded=True), **pos_headers}
         headers["x-pos-blocked"] = "true" if blocked else "false"
@@ -182,6 +231,8 @@ class Routes:
         spent = before + time.perf_counter() - after_start
         cpu = cpu_before + time.thread_time() - cpu_after_start
         headers["server-timing"] = f"pos;dur={spent * 1000:.3f}, pos-cpu;dur={cpu * 1000:.3f}"
+        if blocked:
+            await self.proxy.refused(session, judge.refused)
         return Response(content, status_code=answer.status_code, headers=headers)
 
     async def sessions(self, request: Request) -> Response:
@@ -205,3 +256,33 @@ class Routes:
 
 def _monitor(session: Session | None) -> TrapMonitor | None:
     return session.monitor if session is not None else None
+
+
+async def _first_chunk(
+    chunks: AsyncIterator[bytes], answer: httpx.Response, upstream: str
+) -> bytes | JSONResponse:
+    """The stream's first bytes, or the error status to answer with when the upstream fails
+    (or ends) before sending any."""
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        if answer.status_code != 200:
+            return b""
+        await answer.aclose()
+        return _error(502, "upstream_empty", "PoS proxy: the upstream sent an empty stream")
+    except httpx.HTTPError as error:
+        await answer.aclose()
+        if isinstance(error, httpx.TimeoutException):
+            return _error(504, "upstream_timeout", "PoS proxy: the upstream stream stalled")
+        return _error(
+            502,
+            "upstream_broken",
+            f"PoS proxy: the upstream at {upstream} broke the stream ({type(error).__name__})",
+        )
+
+
+async def _chain(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for chunk in rest:
+        yield chunk

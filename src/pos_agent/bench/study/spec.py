@@ -49,7 +49,7 @@ from pos_agent.bench.paper import (
 )
 from pos_agent.bench.spec import CaseSpec
 from pos_agent.bench.suite import Suite, load_suite
-from pos_agent.envs._registry import env_model_roles
+from pos_agent.envs import env_model_roles
 
 PAPER_SUITES: tuple[str, ...] = tuple(b.suite for b in BENCHMARKS)
 ENV_MODEL_CHOICES = ("paper", "backbone", "offline")

@@ -319,6 +319,8 @@ def test_pos_data_get_and_list(home: Path, fake_clindiag: Path) -> None:
     assert (
         "d9222f3" in listed.output and "Apache-2.0" in listed.output and "missing" in listed.output
     )
+    assert "clindiag: Common: the paper's 302 ids" in listed.output
+    assert "Rare: the same folder's rare0 .. rare301" in " ".join(listed.output.split())
     done = runner.invoke(app, ["data", "get", "clindiag", "--from", str(fake_clindiag)])
     assert done.exit_code == 0, done.output
     assert f"clindiag: ready at {dataset_dir('clindiag')}" in done.output

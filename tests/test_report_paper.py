@@ -48,6 +48,15 @@ def test_the_shipped_tables_are_the_papers_as_transcribed() -> None:
     assert paper.table2["Qwen3.7-Plus"]["no_consistency"]["sentinel"] == 125.30
     assert paper.table9["GLM-5.3"]["no_trapping"]["loca"]["Env. Ops"] == 32.57
     assert paper.table9["Kimi-K3"]["pos"]["clindiag"]["Rare"] == 52.32
+    # Table 9's ClinDiag halves, every backbone and method: the last three columns.
+    backbone = ""
+    for line in blocks[2].strip().splitlines():
+        if line.startswith("Backbone: "):
+            backbone = line.removeprefix("Backbone: ")
+        elif line.split("\t")[0] in titles:
+            halves = paper.table9[backbone][titles[line.split("\t")[0]]]["clindiag"]
+            shipped = [halves[c] for c in ("Common", "Rare", "Overall")]
+            assert shipped == [float(v) for v in line.split("\t")[-3:]], (backbone, line)
 
 
 def test_mcnemar_exact_and_the_bootstrap_interval() -> None:

@@ -159,6 +159,12 @@ def test_paper_suites_carry_the_paper_budgets_and_rca_audits_every_8_steps() -> 
     budgets = {name: load_suite(name).generation_tokens for name in builtin_suites()}
     assert budgets["alfworld"] == budgets["alfworld-mini"] == 512  # paper App. D.1
     assert budgets["rca-nezha"] == budgets["clindiag-common"] == budgets["clindiag-all"] == 4096
+    clindiag = [load_suite(n) for n in ("clindiag-common", "clindiag-rare", "clindiag-paper")]
+    assert [s.split for s in clindiag] == ["common", "rare", "paper"]
+    assert {s.generation_tokens for s in clindiag} == {4096} and {
+        s.max_steps for s in clindiag
+    } == {30}
+    assert all(s.methods == clindiag[0].methods for s in clindiag), "the same baseline settings"
     rca = load_suite("rca-nezha").cases(["pos", "no_consistency"], "local", limit=1)
     assert {c.global_audit_every for c in rca} == {None}, "PoS's 8 (paper Table 8); 32 is LOCA's"
     assert {c.generation_tokens for c in rca} == {4096}

@@ -209,7 +209,7 @@ def test_acon_compresses_within_the_clindiag_budget_on_the_offline_data() -> Non
         pytest.skip(f"{data} is missing")
     from pos_agent.envs.clindiag.data import ClinDiagData
 
-    for name in ("clindiag-common", "clindiag-all"):
+    for name in ("clindiag-common", "clindiag-rare", "clindiag-paper", "clindiag-all"):
         stated = load_suite(name).methods["acon"].baseline_options()
         assert stated == {"threshold_tokens": 512, "summary_tokens": 256}, name
     settings = acon_settings(benchmark_family("clindiag"))

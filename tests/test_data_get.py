@@ -5,7 +5,9 @@ and cut-short downloads, interrupted prepares, and the environments finding what
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from data_fakes import (
 from pos_agent.cli.app import app
 from pos_agent.data import DataError, dataset_dir, get, gitobj, prepare, prepared, status
 from pos_agent.data import clindiag as clindiag_data
+from pos_agent.data.store import Manifest
+from pos_agent.data.tree import FolderTree
 from pos_agent.envs import EnvError, list_tasks
 from pos_agent.envs.alfworld import alfworld_data_dir, official_games
 
@@ -97,12 +101,13 @@ def test_clindiag_from_a_folder_is_packed_marked_and_found_by_the_environment(
     assert [line["case_id"] for line in lines if line["in_paper_common_sample"]] == ["1001", "1002"]
     assert lines[0]["laboratory_test"] == [{"procedure_name": "CBC", "findings": "WBC 14"}]
     assert (path / "paper_common_sample.txt").read_text() == "1002\n1001\n"
-    assert (
-        "rare0" in (path / "README.md").read_text()
-        and "cannot be confirmed" in (path / "README.md").read_text()
-    )
+    assert [line["case_id"] for line in lines if line["in_rare_subset"]] == ["rare0"]
+    readme = (path / "README.md").read_text()
+    assert "1 folders are named `rare<N>`" in readme and "not\n  the paper's Rare half" in readme
     # No option, no variable: the environment takes the prepared folder.
     assert [t.task_id for t in list_tasks("clindiag", "common")] == ["1002", "1001"]
+    paper = [(t.task_id, t.category) for t in list_tasks("clindiag", "paper")]
+    assert paper == [("1002", "common"), ("rare0", "rare"), ("1001", "common")]
 
 
 def test_clindiag_from_a_git_directory_a_tarball_and_a_file_url(
@@ -314,6 +319,8 @@ def test_pos_data_get_and_list(home: Path, fake_clindiag: Path) -> None:
     assert (
         "d9222f3" in listed.output and "Apache-2.0" in listed.output and "missing" in listed.output
     )
+    assert "clindiag: Common: the paper's 302 ids" in listed.output
+    assert "Rare: the same folder's rare0 .. rare301" in " ".join(listed.output.split())
     done = runner.invoke(app, ["data", "get", "clindiag", "--from", str(fake_clindiag)])
     assert done.exit_code == 0, done.output
     assert f"clindiag: ready at {dataset_dir('clindiag')}" in done.output
@@ -352,3 +359,49 @@ def test_pos_data_get_loca_without_its_runtime(
     assert done.exit_code == 0, done.output
     assert "building LOCA's runtime" not in done.output
     assert (dataset_dir("loca") / "task-configs" / "final_8k_set_config.json").is_file()
+
+
+# -- ClinDiag's Rare half, on the reference data ------------------------------------------------
+
+
+def test_the_packer_marks_the_rare_half_of_the_reference_data(tmp_path: Path) -> None:
+    """The reference pack (../shared, passed by conftest as POS_CLINDIAG_DATA) split back into
+    upstream case folders (the Common 302, the rare* folders and a few others), packed again with
+    the shipped Common list: ClinDiag's rare0 .. rare301 are marked as the paper's Rare half, and
+    the environment's splits read the marks."""
+    reference = os.environ.get("POS_CLINDIAG_DATA")
+    if not reference or not (Path(reference) / "cases.jsonl").is_file():
+        pytest.skip("the reference ClinDiag data (../shared/data/clindiag) is not here")
+    common = set(clindiag_data.paper_common_ids())
+    records = [json.loads(line) for line in (Path(reference) / "cases.jsonl").open()]
+    others = [r for r in records if r["case_id"] not in common and "rare" not in r["case_id"]]
+    kept = [r for r in records if r["case_id"] in common or r["case_id"].startswith("rare")]
+    upstream = tmp_path / "ClinDiag"
+    for record in [*kept, *others[:5]]:
+        folder = upstream / "benchmark_dataset" / record["case_id"]
+        folder.mkdir(parents=True)
+        for section in clindiag_data.SECTIONS:
+            if section in record:
+                (folder / f"{section}.json").write_text(json.dumps({section: record[section]}))
+    out = tmp_path / "pack"
+    out.mkdir()
+    manifest = Manifest("clindiag", {})
+    clindiag_data.build(FolderTree(upstream), clindiag_data.PINNED, out, manifest)
+    packed = [json.loads(line) for line in (out / "cases.jsonl").open()]
+    rare = {r["case_id"] for r in packed if r["in_rare_subset"]}
+    assert rare == {f"rare{i}" for i in range(302)}
+    assert {r["case_id"] for r in packed if r["in_paper_common_sample"]} == common
+    assert not any(r["in_rare_subset"] and r["in_paper_common_sample"] for r in packed)
+    by_id = {r["case_id"]: r for r in records}
+    assert all(
+        r[s] == by_id[r["case_id"]][s] for r in packed for s in clindiag_data.SECTIONS if s in r
+    )
+    assert "302 cases of ClinDiag's Rare Disease subset" in (out / "README.md").read_text()
+    assert "302 marked as its Rare half" in manifest.notes[0]
+    paper = list_tasks("clindiag", "paper", data_dir=out)
+    assert Counter(t.category for t in paper) == {"common": 302, "rare": 302}
+    assert [t.task_id for t in list_tasks("clindiag", "rare", data_dir=out)][:3] == [
+        "rare0",
+        "rare1",
+        "rare2",
+    ]

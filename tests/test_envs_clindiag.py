@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -332,7 +333,68 @@ def test_splits_of_the_shared_data(clindiag_dir: Path) -> None:
     listed = (clindiag_dir / "paper_common_sample.txt").read_text().split()
     assert [t.task_id for t in common] == listed
     with pytest.raises(EnvError, match="split"):
-        list_tasks("clindiag", "rare", data_dir=clindiag_dir)
+        list_tasks("clindiag", "emergency", data_dir=clindiag_dir)
+
+
+def test_the_rare_half_and_the_papers_split_of_the_shared_data(clindiag_dir: Path) -> None:
+    """The shared pack predates the in_rare_subset flag: the Rare half is read from ClinDiag's
+    own naming (rare0 .. rare301), in number order; `paper` interleaves the two halves."""
+    rare = list_tasks("clindiag", "rare", data_dir=clindiag_dir)
+    assert [t.task_id for t in rare] == [f"rare{i}" for i in range(302)]
+    assert {(t.category, t.split) for t in rare} == {("rare", "rare")}
+    paper = list_tasks("clindiag", "paper", data_dir=clindiag_dir)
+    common = [t.task_id for t in list_tasks("clindiag", "common", data_dir=clindiag_dir)]
+    assert len(paper) == 604 and len({t.task_id for t in paper}) == 604
+    assert [t.task_id for t in paper[:4]] == [common[0], "rare0", common[1], "rare1"]
+    assert [t.task_id for t in paper if t.category == "common"] == common
+    assert [t.task_id for t in paper if t.category == "rare"] == [t.task_id for t in rare]
+    assert all(t.task_id.startswith("rare") == (t.category == "rare") for t in paper)
+    everything = list_tasks("clindiag", "all", data_dir=clindiag_dir)
+    assert Counter(t.category for t in everything) == {"common": 302, "rare": 302, "other": 1417}
+    with ClinDiagEnvironment("rare7", split="paper", data_dir=clindiag_dir) as env:
+        assert env.case.in_rare_subset and not env.case.in_paper_common_sample
+        assert env.reset().info["subset"] == "rare"
+    with pytest.raises(EnvError, match="not in the rare split"):
+        make_env("clindiag", common[0], split="rare", data_dir=clindiag_dir)
+    with pytest.raises(EnvError, match="not in the common split"):
+        make_env("clindiag", "rare7", split="common", data_dir=clindiag_dir)
+
+
+def test_the_rare_half_is_the_flag_when_the_pack_has_it_else_the_names(tmp_path: Path) -> None:
+    flagged = tmp_path / "flagged"
+    flagged.mkdir()
+    lines = [
+        {**RECORD, "case_id": "rare2", "in_paper_common_sample": False, "in_rare_subset": True},
+        {**RECORD, "case_id": "rare10", "in_paper_common_sample": False, "in_rare_subset": True},
+        {**RECORD, "case_id": "rare-x", "in_paper_common_sample": False, "in_rare_subset": False},
+        {**RECORD, "case_id": "demo-1", "in_rare_subset": False},
+    ]
+    (flagged / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    tasks = list_tasks("clindiag", "paper", data_dir=flagged)
+    assert [(t.task_id, t.category) for t in tasks] == [
+        ("demo-1", "common"),
+        ("rare2", "rare"),
+        ("rare10", "rare"),
+    ], "flags, the halves interleaved, Rare in number order"
+    assert [t.task_id for t in list_tasks("clindiag", "all", data_dir=flagged)][2] == "rare-x"
+    # The upstream layout has no flags: ClinDiag's names are the Rare half.
+    upstream = tmp_path / "upstream"
+    for case_id in ("rare1", "rare0", "12345", "rarely"):
+        write_upstream(upstream, {**RECORD, "case_id": case_id})
+    (upstream / "paper_common_sample.txt").write_text("12345\n")
+    assert [t.task_id for t in list_tasks("clindiag", "rare", data_dir=upstream)] == [
+        "rare0",
+        "rare1",
+    ]
+    with pytest.raises(EnvError, match="No Rare cases"):
+        list_tasks("clindiag", "paper", data_dir=_only_common(tmp_path))
+
+
+def _only_common(tmp_path: Path) -> Path:
+    folder = tmp_path / "only-common"
+    folder.mkdir()
+    (folder / "cases.jsonl").write_text(json.dumps(RECORD) + "\n")
+    return folder
 
 
 def test_upstream_folder_layout_plays_like_the_packed_one(tmp_path: Path) -> None:

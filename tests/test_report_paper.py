@@ -21,7 +21,7 @@ from pos_agent.bench.report.paper import (
     table_csv,
     write_paper_report,
 )
-from pos_agent.bench.report.paper.layout import Value
+from pos_agent.bench.report.paper.layout import PaperTable, Value
 from pos_agent.cli.app import app
 from pos_agent.trace import CaseResult, write_result
 
@@ -48,6 +48,15 @@ def test_the_shipped_tables_are_the_papers_as_transcribed() -> None:
     assert paper.table2["Qwen3.7-Plus"]["no_consistency"]["sentinel"] == 125.30
     assert paper.table9["GLM-5.3"]["no_trapping"]["loca"]["Env. Ops"] == 32.57
     assert paper.table9["Kimi-K3"]["pos"]["clindiag"]["Rare"] == 52.32
+    # Table 9's ClinDiag halves, every backbone and method: the last three columns.
+    backbone = ""
+    for line in blocks[2].strip().splitlines():
+        if line.startswith("Backbone: "):
+            backbone = line.removeprefix("Backbone: ")
+        elif line.split("\t")[0] in titles:
+            halves = paper.table9[backbone][titles[line.split("\t")[0]]]["clindiag"]
+            shipped = [halves[c] for c in ("Common", "Rare", "Overall")]
+            assert shipped == [float(v) for v in line.split("\t")[-3:]], (backbone, line)
 
 
 def test_mcnemar_exact_and_the_bootstrap_interval() -> None:
@@ -158,3 +167,73 @@ def test_pos_report_paper_writes_markdown_csv_latex_and_figures(tmp_path: Path) 
     assert [p.name for p in written.plot_paths] == ["figure1.png", "figure3.png"], "no LOCA: no 4"
     done = CliRunner().invoke(app, ["report", str(tmp_path / "empty"), "--paper"])
     assert done.exit_code == 1
+
+
+def clindiag_run(tmp_path: Path, halves: dict[str, list[int]]) -> Path:
+    """A study's ClinDiag cells: per half (category), each case's success for pos and raw."""
+    run = tmp_path / "clindiag-study"
+    listed = []
+    for agent, flip in (("pos", False), ("raw", True)):
+        for half, wins in halves.items():
+            for i, won in enumerate(wins):
+                task = f"rare{i}" if half == "rare" else f"{1000 + i}"
+                folder = f"{agent}__clindiag__{task}__qwen"
+                spec = {
+                    "env": "clindiag",
+                    "task": task,
+                    "agent": agent,
+                    "models": {"policy": BACKBONE},
+                }
+                listed.append({"folder": folder, "spec": spec})
+                success = bool(won) != flip
+                status = "success" if success else "failure"
+                write_result(
+                    run / folder,
+                    CaseResult(
+                        run="study", case=f"clindiag__{task}", env="clindiag", task=task,
+                        agent=agent, models={"policy": BACKBONE}, status=status,
+                        success=success, category=half,
+                    ),
+                )  # fmt: skip
+    config = {"cases": listed, "backbones": [{"model": BACKBONE, "label": "qwen3.7-plus"}]}
+    (run / "config.json").write_text(json.dumps(config))
+    return run
+
+
+def _clindiag9(table9: PaperTable, method: str) -> list[Value]:
+    rows = dict(table9.rows)
+    (entries,) = [e for label, e in rows.items() if label.endswith(f"/ {method}")]
+    return [e for e in entries if isinstance(e, Value)][-3:]
+
+
+def test_table9_shows_clindiags_common_and_rare_beside_the_published_halves(
+    tmp_path: Path,
+) -> None:
+    run = clindiag_run(tmp_path, {"common": [1, 1, 0, 0], "rare": [1, 0, 0]})
+    table1, _, table9, _ = paper_tables(collect(load_runs([run]), [run]))
+    assert table9.columns[-3:] == ["Common", "Rare", "Overall"]
+    common, rare, overall = _clindiag9(table9, "PoS (Ours)")
+    assert (common.ours, common.n, common.paper) == (50.0, 4, 48.01)
+    assert (rare.n, rare.paper) == (3, 42.05) and rare.ours == pytest.approx(100 / 3)
+    assert (overall.n, overall.paper) == (7, 45.03) and overall.ours == pytest.approx(300 / 7)
+    raw_common, raw_rare, _ = _clindiag9(table9, "Raw Trajectory")
+    assert (raw_common.ours, raw_common.paper, raw_rare.paper) == (50.0, 37.75, 40.07)
+    assert raw_rare.ours == pytest.approx(200 / 3)
+    notes = [table9.footnotes[n - 1] for n in common.notes]
+    assert notes == ["ClinDiag: 7 case(s) run, fewer than the paper's 604"], "both halves run"
+    assert not any("Rare" in note for note in table9.footnotes + table1.footnotes)
+    clin = dict(table1.rows)["PoS (Ours)"][3]
+    assert isinstance(clin, Value) and (clin.n, clin.paper) == (7, 45.03)
+
+
+def test_a_clindiag_cell_of_one_half_says_which_half_is_missing(tmp_path: Path) -> None:
+    run = clindiag_run(tmp_path, {"common": [1, 0]})
+    table1, _, table9, _ = paper_tables(collect(load_runs([run]), [run]))
+    common, rare, overall = _clindiag9(table9, "PoS (Ours)")
+    assert (common.ours, rare.ours, rare.paper, overall.ours) == (50.0, None, 42.05, 50.0)
+    missing = "ClinDiag: no Rare case run (only Common); the paper's overall is over Common + Rare (302 + 302)"
+    assert missing in [table9.footnotes[n - 1] for n in rare.notes]
+    clin = dict(table1.rows)["PoS (Ours)"][3]
+    assert isinstance(clin, Value) and missing in [table1.footnotes[n - 1] for n in clin.notes]
+    markdown = write_paper_report([run], tmp_path / "out").markdown
+    assert "no Rare case run" in markdown and "42.05" in markdown

@@ -56,7 +56,7 @@ def test_the_paper_study_defaults_to_every_paper_setting() -> None:
         by_env.setdefault(spec.env, []).append(spec)
     assert sorted(by_env) == ["alfworld", "clindiag", "loca", "rca-nezha"]
     assert len(by_env["alfworld"]) == 134 * 8 and len(by_env["loca"]) == 525 * 8
-    assert len(by_env["rca-nezha"]) == 101 * 8 and len(by_env["clindiag"]) == 302 * 8
+    assert len(by_env["rca-nezha"]) == 101 * 8 and len(by_env["clindiag"]) == 604 * 8
     alf, rca, loca = by_env["alfworld"][0], by_env["rca-nezha"][0], by_env["loca"][0]
     assert (alf.generation_tokens, alf.max_steps) == (512, 50)
     assert (rca.generation_tokens, rca.max_steps) == (4096, 50)
@@ -67,6 +67,23 @@ def test_the_paper_study_defaults_to_every_paper_setting() -> None:
     assert clin.env_models == {"provider": PAPER_ENV_MODEL, "judge": PAPER_ENV_MODEL}
     assert {s.embed_model for s in specs if s.agent == "pace"} == {PAPER_EMBED_MODEL}
     assert {s.embed_model for s in specs if s.agent != "pace"} == {"tfidf"}
+
+
+def test_the_paper_study_runs_clindiags_common_and_rare_halves() -> None:
+    """ClinDiag's suite in the paper's grid is the `paper` split: on the reference data (passed
+    by conftest), the Common 302 and the Rare 302, interleaved per backbone."""
+    study = paper_study(["scripted"], env_model="offline", embed_model="tfidf")
+    (clindiag,) = [s.suite for s in study.suite_list() if s.suite.startswith("clindiag")]
+    assert clindiag == "clindiag-paper"
+    try:
+        specs = study_cases(study.model_copy(update={"suites": [clindiag], "methods": ["raw"]}))
+    except Exception as exc:  # the reference data is not beside the repository
+        pytest.skip(f"no ClinDiag data here: {exc}")
+    tasks = [s.task for s in specs]
+    assert len(tasks) == len(set(tasks)) == 604
+    assert sum(t.startswith("rare") for t in tasks) == 302
+    assert tasks[1] == "rare0" and not tasks[0].startswith("rare")
+    assert {s.split for s in specs} == {"paper"}
 
 
 def test_the_offline_stand_ins_are_an_explicit_choice() -> None:

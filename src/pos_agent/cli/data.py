@@ -50,6 +50,9 @@ def list_command(
         table.add_row(name, found.source.upstream, found.source.licence, state, str(found.path))
         problems.extend(f"{name}: {problem}" for problem in found.problems[:5])
     console.print(table)
+    for name, found_source in SOURCES.items():
+        if found_source.note:
+            console.print(f"{name}: {found_source.note}", highlight=False)
     for line in problems:
         console.print(f"[yellow]{line}[/yellow]")
     console.print(

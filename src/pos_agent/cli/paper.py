@@ -40,7 +40,7 @@ SuitesOption = Annotated[
     str | None,
     typer.Option(
         help="Comma-separated suites instead of the paper's four (alfworld, loca, rca-nezha, "
-        "clindiag-common), e.g. alfworld-mini,rca-nezha."
+        "clindiag-paper: Common + Rare), e.g. alfworld-mini,rca-nezha."
     ),
 ]
 MethodsOption = Annotated[

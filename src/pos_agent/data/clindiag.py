@@ -3,13 +3,13 @@
 Upstream keeps one folder per case under `benchmark_dataset/`, seven JSON files each, every file
 wrapping its content in one key (`{"laboratory_examinations": [...]}`). The pack is one JSON
 object a line, sorted by case id: `case_id`, `in_paper_common_sample` (the paper's 302 Common
-cases, from the list shipped with this package), then the seven sections unwrapped. That is the
-layout the `clindiag` environment reads.
+cases, from the list shipped with this package), `in_rare_subset` (the paper's Rare half), then
+the seven sections unwrapped. That is the layout the `clindiag` environment reads.
 
-The Rare half: the pinned folder holds ClinDiag's Rare Disease subset as `rare0` .. `rare301`
-(302 cases; ClinDiag's README: "Rare Disease Subset (n=302)"). The paper does not list the cases
-of its Rare half, so whether they are exactly these cannot be confirmed from this source; the
-pack marks only the Common half, and the README written beside it says so.
+The Rare half: the pinned folder holds ClinDiag's Rare Disease subset as `rare0` .. `rare301`,
+302 cases, and the paper's Rare half has 302 cases too (its Table 5). The paper does not list
+its Rare cases, so they are identified by ClinDiag's naming and the count, not by a list: the
+pack marks every `rare<N>` folder `in_rare_subset`, and the README written beside it says how.
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ REQUIRED = ("initial_information", "diagnosis")
 COMMON_LIST = "paper_common_sample.txt"
 JSONL = "cases.jsonl"
 RARE_PREFIX = "rare"
+PAPER_RARE_CASES = 302
+"""The paper's Rare half (Table 5); the pack says so when the folder names another count."""
+
+
+def is_rare_case(case_id: str) -> bool:
+    """ClinDiag's Rare Disease subset by its folder names: rare0 .. rare301."""
+    return case_id.startswith(RARE_PREFIX) and case_id[len(RARE_PREFIX) :].isdigit()
 
 
 def paper_common_ids() -> list[str]:
@@ -93,11 +100,30 @@ def pack(tree: SourceTree, out: Path, common: list[str]) -> dict[str, int]:
     with out.open("w", encoding="utf-8") as handle:
         for case_id in case_ids:
             record = read_case(tree, case_id)
-            ordered = {"case_id": case_id, "in_paper_common_sample": case_id in common_set}
+            ordered = {
+                "case_id": case_id,
+                "in_paper_common_sample": case_id in common_set,
+                "in_rare_subset": is_rare_case(case_id) and case_id not in common_set,
+            }
             ordered.update((key, record[key]) for key in SECTIONS if key in record)
             handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
-    rare = sum(1 for case_id in case_ids if case_id.startswith(RARE_PREFIX))
-    return {"cases": len(case_ids), "common": len(common_set), "rare_named": rare}
+    rare = sum(1 for case_id in case_ids if is_rare_case(case_id) and case_id not in common_set)
+    return {"cases": len(case_ids), "common": len(common_set), "rare": rare}
+
+
+def _rare_line(rare: int) -> str:
+    if rare == PAPER_RARE_CASES:
+        return (
+            f"- Rare half: the {rare} cases of ClinDiag's Rare Disease subset (folders `rare0` ..\n"
+            f"  `rare{rare - 1}`) are marked `in_rare_subset: true`. The paper's Rare half has "
+            f"{PAPER_RARE_CASES}\n  cases too; it does not list them, so they are identified by "
+            "ClinDiag's naming and\n  the count, not by a list."
+        )
+    return (
+        f"- Rare half: {rare} folders are named `rare<N>` (ClinDiag's Rare Disease subset) and "
+        f"marked\n  `in_rare_subset: true`; the paper's Rare half has {PAPER_RARE_CASES} cases, "
+        "so this is not\n  the paper's Rare half as run."
+    )
 
 
 def _readme(counts: dict[str, int], pinned: Pinned) -> str:
@@ -105,17 +131,15 @@ def _readme(counts: dict[str, int], pinned: Pinned) -> str:
 
 {counts["cases"]} clinical diagnosis cases from ClinDiag (github.com/{pinned.repository}, folder
 `{FOLDER}/` at commit {pinned.commit}, Apache-2.0: see LICENSE), one case per line in `{JSONL}`
-(sorted by case id): `case_id`, `in_paper_common_sample`, then the seven upstream files of the
-case folder, each unwrapped from its one key. `diagnosis` is the answer key: never show it to an
-agent.
+(sorted by case id): `case_id`, `in_paper_common_sample`, `in_rare_subset`, then the seven
+upstream files of the case folder, each unwrapped from its one key. `diagnosis` is the answer
+key: never show it to an agent.
 
 - Common half: the {counts["common"]} cases the PoS paper evaluates as "Common" are marked
   `in_paper_common_sample: true`; `{COMMON_LIST}` lists them in the paper's order.
-- Rare half: this folder holds ClinDiag's Rare Disease subset as `rare0` .. `rare301`
-  ({counts["rare_named"]} cases). The paper does not list its Rare cases; its Rare half has 302
-  cases too, but that they are exactly these cannot be confirmed from this source, so nothing
-  marks them as the paper's.
-- ClinDiag's Emergency subset (MIMIC-derived) is not in the repository and not here.
+{_rare_line(counts["rare"])}
+- The other cases (ClinDiag's Challenging subset beyond the Common half) carry neither mark.
+  ClinDiag's Emergency subset (MIMIC-derived) is not in the repository and not here.
 """
 
 
@@ -132,6 +156,6 @@ def build(
     (work / "README.md").write_text(_readme(counts, pinned), "utf-8")
     manifest.notes.append(
         f"{counts['cases']} cases; {counts['common']} marked as the paper's Common half; "
-        f"{counts['rare_named']} named rare* (ClinDiag's Rare Disease subset; not confirmed as "
-        "the paper's Rare half)"
+        f"{counts['rare']} marked as its Rare half (ClinDiag's Rare Disease subset, folders "
+        "rare<N>; identified by name and count: the paper lists no Rare ids)"
     )

@@ -45,13 +45,14 @@ SOURCES: dict[str, DataSource] = {
         ),
         DataSource(
             name="clindiag",
-            title="ClinDiag cases packed into cases.jsonl, the paper's Common 302 marked",
+            title="ClinDiag cases packed into cases.jsonl, the paper's Common and Rare halves marked",
             licence="Apache-2.0",
             env_var="POS_CLINDIAG_DATA",
             environments=("clindiag",),
             upstream=f"github.com/{clindiag.PINNED.repository} @ {clindiag.PINNED.commit[:7]}, benchmark_dataset/",
             pinned=clindiag.PINNED,
-            note="the paper's Rare half is not identified by this source",
+            note="Common: the paper's 302 ids (shipped list); Rare: the same folder's rare0 .. "
+            "rare301, ClinDiag's Rare Disease subset (302, as the paper's; it lists no ids)",
         ),
         DataSource(
             name="rca-nezha",

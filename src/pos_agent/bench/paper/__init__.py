@@ -4,6 +4,7 @@ and 9, for the study (`bench/study`) and the paper report (`bench/report/paper`)
 from pos_agent.bench.paper.grid import (
     BENCHMARK_BY_KEY,
     BENCHMARKS,
+    CLINDIAG_HALVES,
     METHOD_TITLES,
     PAPER,
     PAPER_BACKBONES,
@@ -24,6 +25,7 @@ from pos_agent.bench.paper.published import (
 __all__ = [
     "BENCHMARKS",
     "BENCHMARK_BY_KEY",
+    "CLINDIAG_HALVES",
     "METHOD_TITLES",
     "PAPER",
     "PAPER_BACKBONES",

@@ -5,7 +5,7 @@ STUDY.yaml` reads one from a file:
 
 ```yaml
 name: table1                 # the default run-name prefix
-suites: [alfworld, loca, rca-nezha, clindiag-common]   # or {suite: NAME, limit: N}
+suites: [alfworld, loca, rca-nezha, clindiag-paper]    # or {suite: NAME, limit: N}
 methods: [raw, acon, pace, hiagent, lh_harness, pos, no_consistency, no_trapping]
 backbones:                   # a model spec, or {model: SPEC, paper: Qwen3.7-Plus}
   - dashscope:qwen3.7-plus

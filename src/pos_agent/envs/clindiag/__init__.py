@@ -16,8 +16,9 @@ as unscored, never as a failure). `info["judge"]` names the judge that scored th
 
 Data: `cases.jsonl` (one case per line, the packed form `pos data get clindiag` prepares) or the
 upstream layout, one folder per case holding seven JSON files. Splits: `common` (the 302 cases
-of the paper's Common half, in `paper_common_sample.txt` order) and `all`. Categories:
-`common` / `other`.
+of the paper's Common half, in `paper_common_sample.txt` order), `rare` (the paper's Rare half:
+ClinDiag's Rare Disease subset, `rare0` .. `rare301`), `paper` (Common + Rare, interleaved) and
+`all`. Categories: `common` / `rare` / `other`.
 
 One job per module: `record` (the case), `data` (reading and listing), `tools` (the tool specs
 and the section each asks), `text` (clinical word normalization), `retrieval` and `matcher`
@@ -30,9 +31,12 @@ from pos_agent.envs.clindiag.data import (
     DATA_ENV_VAR,
     DEFAULT_SPLIT,
     ENV_NAME,
+    RARE_PREFIX,
     SPLITS,
     ClinDiagData,
     case_answer,
+    case_category,
+    is_rare_name,
     iter_cases,
     list_clindiag_tasks,
 )
@@ -73,6 +77,7 @@ __all__ = [
     "OFFLINE_JUDGE",
     "OFFLINE_PROVIDER",
     "PROVIDER_SYSTEM",
+    "RARE_PREFIX",
     "RETRIES",
     "SECTION_QUERIES",
     "SPLITS",
@@ -85,7 +90,9 @@ __all__ = [
     "ProviderReply",
     "Submission",
     "case_answer",
+    "case_category",
     "fold_spelling",
+    "is_rare_name",
     "iter_cases",
     "judge_messages",
     "list_clindiag_tasks",

@@ -1,5 +1,12 @@
 """Reading ClinDiag data: the packed `cases.jsonl` (indexed once per file) or the upstream layout
-of one folder per case, the paper's Common split, and the task listing."""
+of one folder per case, the paper's Common and Rare halves, and the task listing.
+
+Splits: `common` (the paper's 302 Common cases, in `paper_common_sample.txt` order), `rare`
+(ClinDiag's Rare Disease subset, `rare0` .. `rare301`, in number order), `paper` (the paper's
+whole ClinDiag, Common + Rare, the two halves interleaved so that the first N tasks hold both)
+and `all` (every case of the data, file order). Task ids are the upstream case ids: Rare ones
+begin with `rare`, Common ones never do; the category says it too (`common`, `rare`, `other`).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +24,13 @@ from pos_agent.envs.clindiag.record import ClinDiagCase
 from pos_agent.envs.tools import locate_data
 
 ENV_NAME = "clindiag"
-SPLITS = ("common", "all")
+SPLITS = ("common", "rare", "paper", "all")
 DEFAULT_SPLIT = "all"
 DATA_ENV_VAR = "POS_CLINDIAG_DATA"
 JSONL_NAME = "cases.jsonl"
 COMMON_LIST_NAME = "paper_common_sample.txt"
+RARE_PREFIX = "rare"
+"""ClinDiag names the cases of its Rare Disease subset rare0 .. rare301."""
 # The seven files of an upstream case folder, and the sections they hold.
 UPSTREAM_FILES = (
     "initial_information",
@@ -36,11 +45,15 @@ UPSTREAM_FILES = (
 
 @dataclass
 class _JsonlIndex:
-    """Where each case's line starts in `cases.jsonl`, and which cases are flagged common."""
+    """Where each case's line starts in `cases.jsonl`, and which cases are flagged common or
+    rare (`rare_flags`: whether any line carries `in_rare_subset`; packs made before the flag
+    do not)."""
 
     offsets: dict[str, int]
     order: list[str]
     flagged_common: list[str]
+    flagged_rare: list[str]
+    rare_flags: bool
 
 
 _INDEX_CACHE: dict[tuple[str, int, int], _JsonlIndex] = {}
@@ -57,6 +70,8 @@ def _jsonl_index(path: Path) -> _JsonlIndex:
         offsets: dict[str, int] = {}
         order: list[str] = []
         flagged: list[str] = []
+        rare: list[str] = []
+        rare_flags = False
         with path.open("rb") as handle:
             offset = 0
             for number, line in enumerate(handle, start=1):
@@ -76,7 +91,10 @@ def _jsonl_index(path: Path) -> _JsonlIndex:
                 offsets[case_id] = start
                 if data.get("in_paper_common_sample") is True:
                     flagged.append(case_id)
-        index = _JsonlIndex(offsets, order, flagged)
+                rare_flags = rare_flags or "in_rare_subset" in data
+                if data.get("in_rare_subset") is True:
+                    rare.append(case_id)
+        index = _JsonlIndex(offsets, order, flagged, rare, rare_flags)
         _INDEX_CACHE.clear()
         _INDEX_CACHE[key] = index
         return index
@@ -147,8 +165,19 @@ class ClinDiagData:
             return list(_jsonl_index(self.jsonl).flagged_common)
         return []
 
+    def rare_ids(self) -> list[str]:
+        """ClinDiag's Rare Disease subset (the paper's Rare half), in number order: the cases
+        flagged `in_rare_subset`, or (data packed before the flag, upstream folders) the cases
+        named rare0 .. rare301."""
+        if self.packed and _jsonl_index(self.jsonl).rare_flags:
+            found = _jsonl_index(self.jsonl).flagged_rare
+        else:
+            found = [case_id for case_id in self.case_ids() if is_rare_name(case_id)]
+        return sorted(found, key=_rare_number)
+
     def load(self, case_id: str) -> ClinDiagCase:
         common = case_id in set(self.common_ids())
+        rare = case_id in set(self.rare_ids())
         if self.packed:
             offset = _jsonl_index(self.jsonl).offsets.get(case_id)
             if offset is None:
@@ -162,6 +191,7 @@ class ClinDiagData:
         else:
             raw = self._load_folder(case_id)
         raw["in_paper_common_sample"] = common or raw.get("in_paper_common_sample") is True
+        raw["in_rare_subset"] = rare
         try:
             return ClinDiagCase.model_validate(raw)
         except ValidationError as exc:
@@ -189,6 +219,16 @@ class ClinDiagData:
         return raw
 
 
+def is_rare_name(case_id: str) -> bool:
+    """Whether a case id is one of ClinDiag's Rare Disease subset by its name (rare0 ..)."""
+    return case_id.startswith(RARE_PREFIX) and case_id[len(RARE_PREFIX) :].isdigit()
+
+
+def _rare_number(case_id: str) -> tuple[int, str]:
+    tail = case_id[len(RARE_PREFIX) :]
+    return (int(tail) if tail.isdigit() else -1, case_id)
+
+
 def check_split(split: str | None) -> str:
     chosen = split or DEFAULT_SPLIT
     if chosen not in SPLITS:
@@ -196,30 +236,57 @@ def check_split(split: str | None) -> str:
     return chosen
 
 
+def case_category(common: bool, rare: bool) -> str:
+    """A case's category: `common` (the paper's Common half), `rare` (its Rare half), `other`."""
+    return "common" if common else "rare" if rare else "other"
+
+
+def interleave(first: list[str], second: list[str]) -> list[str]:
+    """first[0], second[0], first[1], second[1], ..., then the rest of the longer one."""
+    out: list[str] = []
+    for index in range(max(len(first), len(second))):
+        out += [ids[index] for ids in (first, second) if index < len(ids)]
+    return out
+
+
+def split_ids(data: ClinDiagData, split: str) -> list[str]:
+    """The case ids of a split, in its order (module docstring); EnvError when the data does
+    not mark the half the split needs."""
+    common, rare = data.common_ids(), data.rare_ids()
+    if split in ("common", "paper") and not common:
+        raise EnvError(
+            f"No Common cases marked in {data.root}: add {COMMON_LIST_NAME} (one case id "
+            "a line) or use split `all`."
+        )
+    if split in ("rare", "paper") and not rare:
+        raise EnvError(
+            f"No Rare cases in {data.root}: the Rare half is ClinDiag's rare0 .. rare301 "
+            "(`pos data get clindiag` packs them), or use split `common` or `all`."
+        )
+    if split == "common":
+        return common
+    if split == "rare":
+        return rare
+    if split == "paper":
+        return interleave(common, [case_id for case_id in rare if case_id not in set(common)])
+    return data.case_ids()
+
+
 def list_clindiag_tasks(split: str | None, data_dir: str | Path | None = None) -> list[TaskSpec]:
-    """The cases of a split: `common` (302, paper order) or `all` (file order)."""
+    """The cases of a split: `common` (302, paper order), `rare` (302), `paper` (the two
+    halves interleaved) or `all` (file order)."""
     chosen = check_split(split)
     data = ClinDiagData.locate(data_dir)
-    common = data.common_ids()
-    if chosen == "common":
-        if not common:
-            raise EnvError(
-                f"No Common cases marked in {data.root}: add {COMMON_LIST_NAME} (one case id "
-                "a line) or use split `all`."
-            )
-        ids = common
-    else:
-        ids = data.case_ids()
-    common_set = set(common)
+    common_set, rare_set = set(data.common_ids()), set(data.rare_ids())
     return [
         TaskSpec(
             env=ENV_NAME,
             task_id=case_id,
-            category="common" if case_id in common_set else "other",
+            category=case_category(case_id in common_set, case_id in rare_set),
             split=chosen,
             description="Diagnose a patient from the initial presentation.",
         )
-        for case_id in ids
+        for case_id in split_ids(data, chosen)
     ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pos_agent.envs._episode import BackendResult
 from pos_agent.envs._types import EnvError
-from pos_agent.envs.clindiag.data import ENV_NAME, ClinDiagData, check_split
+from pos_agent.envs.clindiag.data import ENV_NAME, ClinDiagData, case_category, check_split
 from pos_agent.envs.clindiag.judge import model_judgement
 from pos_agent.envs.clindiag.matcher import match_diagnosis
 from pos_agent.envs.clindiag.provider import provider_answer
@@ -85,14 +85,20 @@ class ClinDiagEnvironment(ToolEnvironment):
         self._judge = _role_model(judge, "judge")
         data = ClinDiagData.locate(data_dir)
         case = data.load(case_id.strip())
-        if chosen == "common" and not case.in_paper_common_sample:
+        in_split = {
+            "common": case.in_paper_common_sample,
+            "rare": case.in_rare_subset,
+            "paper": case.in_paper_common_sample or case.in_rare_subset,
+        }.get(chosen, True)
+        if not in_split:
             raise EnvError(
-                f"ClinDiag case {case_id!r} is not in the common split; use split `all`."
+                f"ClinDiag case {case_id!r} is not in the {chosen} split; use split `all`."
             )
+        category = case_category(case.in_paper_common_sample, case.in_rare_subset)
         super().__init__(
             task_id=case.case_id,
             max_steps=max_steps or DEFAULT_MAX_STEPS,
-            category="common" if case.in_paper_common_sample else "other",
+            category=category,
             split=chosen,
         )
         self.case = case

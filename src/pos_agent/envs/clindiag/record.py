@@ -55,6 +55,8 @@ class ClinDiagCase(BaseModel):
     """Upstream folder name."""
     in_paper_common_sample: bool = False
     """True for the 302 cases of the paper's Common half."""
+    in_rare_subset: bool = False
+    """True for ClinDiag's Rare Disease subset (rare0 .. rare301), the paper's Rare half."""
     initial_information: str
     """What the doctor sees at the start."""
     medical_history: dict[str, str] = Field(default_factory=dict)

@@ -60,6 +60,8 @@ class Cell:
     """ClinDiag roles played by an offline stand-in."""
     lexical_scorer: bool = False
     """PACE scored relevance with TF-IDF, not embeddings."""
+    categories: Counter[str] = field(default_factory=Counter)
+    """Recorded cases (scored or not) per task category (ClinDiag: common, rare, other)."""
 
     @property
     def scored(self) -> int:
@@ -122,6 +124,7 @@ def collect(loaded: LoadedRuns, run_dirs: Sequence[Path]) -> PaperData:
         if found is None:
             continue
         _note(found, result)
+        found.categories[result.category or ""] += 1
         if is_scored(result.status):
             success = result.status == "success" and result.success
             found.outcomes[result.case] = Outcome(result.case, success, result)

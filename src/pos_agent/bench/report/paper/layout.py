@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pos_agent.bench.paper import Benchmark
+from pos_agent.bench.paper import CLINDIAG_HALVES, Benchmark
 from pos_agent.bench.report.paper.cells import Cell
 
 
@@ -58,8 +58,9 @@ class Footnotes:
 
 
 def cell_notes(cell: Cell | None, benchmark: Benchmark, notes: Footnotes) -> tuple[int, ...]:
-    """The footnotes a cell needs: missing, substituted, fewer cases than the paper's, unscored
-    cases, and stand-ins for the paper's models."""
+    """The footnotes a cell needs: missing, substituted, fewer cases than the paper's (and, on
+    ClinDiag, a half of the paper's not run), unscored cases, and stand-ins for the paper's
+    models."""
     if cell is None or (cell.listed == 0 and cell.scored == 0):
         return (notes.mark("missing: not run"),)
     marks = []
@@ -77,6 +78,7 @@ def cell_notes(cell: Cell | None, benchmark: Benchmark, notes: Footnotes) -> tup
                 f"{benchmark.paper_cases}"
             )
         )
+    marks += halves_missing(cell, benchmark, notes)
     if cell.unscored:
         left = ", ".join(f"{n} {s}" for s, n in sorted(cell.unscored.items()))
         marks.append(notes.mark(f"unscored cases left out of the rate: {left}"))
@@ -86,3 +88,22 @@ def cell_notes(cell: Cell | None, benchmark: Benchmark, notes: Footnotes) -> tup
     if cell.lexical_scorer:
         marks.append(notes.mark("PACE scored relevance with TF-IDF, not the paper's embeddings"))
     return tuple(marks)
+
+
+def halves_missing(cell: Cell, benchmark: Benchmark, notes: Footnotes) -> list[int]:
+    """ClinDiag: a footnote for each of the paper's halves (Common, Rare) the cell has no
+    recorded case of, when it has cases of the other (its overall is then over one half)."""
+    if benchmark.key != "clindiag" or not cell.categories:
+        return []
+    run = [half for half in CLINDIAG_HALVES if cell.categories.get(half)]
+    if not run:
+        return []
+    return [
+        notes.mark(
+            f"ClinDiag: no {half.title()} case run (only {' and '.join(h.title() for h in run)}); "
+            f"the paper's overall is over Common + Rare "
+            f"({' + '.join(str(n) for n in CLINDIAG_HALVES.values())})"
+        )
+        for half in CLINDIAG_HALVES
+        if half not in run
+    ]

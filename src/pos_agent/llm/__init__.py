@@ -51,6 +51,7 @@ from pos_agent.llm._secrets import (
     url_secrets,
     warn_if_key_goes_in_clear,
 )
+from pos_agent.llm._structured import MAX_JSON_DEPTH, MAX_REPLY_CHARS, loads_bounded
 from pos_agent.llm._types import (
     FAILURE_KINDS,
     INTERNAL_ROLES,
@@ -78,6 +79,8 @@ __all__ = [
     "FAILURE_KINDS",
     "INTERNAL_ROLES",
     "MAX_CACHE_BREAKPOINTS",
+    "MAX_JSON_DEPTH",
+    "MAX_REPLY_CHARS",
     "PORTABLE_BUILD_NEEDS",
     "POS_ROLES",
     "REBUILD",
@@ -117,6 +120,7 @@ __all__ = [
     "install_limiter",
     "llama_features",
     "load_model",
+    "loads_bounded",
     "mask_key_like",
     "missing_cpu_features",
     "parse_spec",

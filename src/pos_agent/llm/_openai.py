@@ -237,7 +237,16 @@ class OpenAICompatibleBackend:
         *,
         several: bool = False,
     ) -> RawReply:
-        message, choice, body = self._chat_message(reply)
+        try:
+            message, choice, body = self._chat_message(reply)
+        except RecursionError:
+            # A body nested past the parser's stack: a malformed reply, repaired like any other.
+            return RawReply(
+                "",
+                Usage(sum(estimate_tokens(m.content) for m in request.messages), 0),
+                structured_mode=mode,
+                defect="the reply nests JSON too deep to be read",
+            )
         native = decision_text(message, several) if mode == "tools" else None
         # Native tools: the calls as the decision's JSON; a reply without one keeps its text,
         # which the schema check reads (a model may still write the decision as JSON).

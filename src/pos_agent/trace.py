@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -35,10 +36,12 @@ __all__ = [
     "RoleTokens",
     "Status",
     "TraceWriter",
+    "encodable",
     "is_scored",
     "read_events",
     "read_result",
     "read_trace",
+    "record_line",
     "redact_record",
     "write_json_atomic",
     "write_result",
@@ -72,6 +75,26 @@ STATUS_MEANINGS: dict[Status, str] = {
     "interrupted": "stopped by the user (Ctrl-C)",
     "error": "written by PoS before results version 2; not scored, rerun by --resume",
 }
+
+
+# Code points that UTF-8 cannot encode: lone surrogates (an observation decoded with
+# `surrogateescape`, a `\\ud800` escape in JSON): a Python string may hold them, no file can.
+_UNENCODABLE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> tuple[str, int]:
+    """`text` with every code point UTF-8 cannot encode replaced by U+FFFD, and how many were.
+
+    The one encoding boundary of the run records: every trace line and result goes through it
+    (`record_line`), in `pos bench` and in `pos serve` alike, so that a stray surrogate in an
+    observation costs one replacement character, never the case or the session's trace."""
+    return _UNENCODABLE.subn("\ufffd", text)
+
+
+def record_line(record: Any, *, indent: int | None = None) -> tuple[str, int]:
+    """`record` as JSON text that any UTF-8 file takes (key-like strings masked, non-finite
+    floats named, unencodable code points replaced), and how many code points were replaced."""
+    return encodable(json.dumps(redact_record(record), indent=indent, ensure_ascii=False))
 
 
 def is_scored(status: str) -> bool:
@@ -116,6 +139,8 @@ class TraceWriter:
         self.path = case_dir / "events.jsonl"
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
         self._started = time.monotonic()
+        self.replaced = 0
+        """Code points UTF-8 cannot encode, replaced by U+FFFD in the lines written so far."""
 
     def emit(self, event: Event) -> None:
         """Write one event, stamped with the trace version and its time; never raises on odd
@@ -125,7 +150,9 @@ class TraceWriter:
         record = event.model_dump(mode="json")
         record["v"] = TRACE_VERSION
         record["t"] = round(time.monotonic() - self._started, 4)
-        self._file.write(json.dumps(redact_record(record), ensure_ascii=False) + "\n")
+        line, replaced = record_line(record)
+        self.replaced += replaced
+        self._file.write(line + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -235,7 +262,7 @@ class CaseResult(BaseModel):
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to `path` so that readers see either the old file or the whole new one."""
-    write_text_atomic(path, json.dumps(redact_record(data), indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(path, record_line(data, indent=2)[0] + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -246,7 +273,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         # mkstemp creates 0600; record files get the mode `open` gives traces (0644 by default).
         os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(encodable(text)[0])
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -277,3 +304,4 @@ def read_result(case_dir: Path) -> CaseResult | None:
         return CaseResult.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+

@@ -51,6 +51,14 @@ from pos_agent.llm._secrets import (
     url_secrets,
     warn_if_key_goes_in_clear,
 )
+from pos_agent.llm._stop import (
+    RequestsStopped,
+    install_stop_check,
+    requests_stopped,
+    resume_requests,
+    stop_requests,
+    stoppable_sleep,
+)
 from pos_agent.llm._structured import MAX_JSON_DEPTH, MAX_REPLY_CHARS, loads_bounded
 from pos_agent.llm._types import (
     FAILURE_KINDS,
@@ -105,6 +113,7 @@ __all__ = [
     "RateLimits",
     "ReliableModel",
     "Request",
+    "RequestsStopped",
     "ResponseCache",
     "Role",
     "ScriptedModel",
@@ -118,6 +127,7 @@ __all__ = [
     "cpu_model",
     "effective_server",
     "install_limiter",
+    "install_stop_check",
     "llama_features",
     "load_model",
     "loads_bounded",
@@ -130,6 +140,10 @@ __all__ = [
     "public_url",
     "redact",
     "request_breakpoints",
+    "requests_stopped",
+    "resume_requests",
+    "stop_requests",
+    "stoppable_sleep",
     "url_secrets",
     "uses_amx",
     "wants_context_per_role",

@@ -38,6 +38,7 @@ from pos_agent.llm._registry import (
     DEFAULT_SPEC,
     ModelSpec,
     effective_server,
+    owned_by_policy,
     parse_spec,
     wants_context_per_role,
 )
@@ -133,6 +134,7 @@ __all__ = [
     "loads_bounded",
     "mask_key_like",
     "missing_cpu_features",
+    "owned_by_policy",
     "parse_spec",
     "preflight",
     "printable",

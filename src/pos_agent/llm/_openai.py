@@ -84,8 +84,8 @@ class OpenAICompatibleBackend:
         self.profile: ServerProfile = server_profile(self.base_url or "", model)
         self._endpoint = api_endpoint(full_url, "chat/completions", self.secrets)
         warn_if_key_goes_in_clear(full_url, has_key=api_key is not None)
-        self._headers = request_headers(api_key)
-        # User info in the URL (a proxy's basic auth) is sent by httpx itself.
+        self._headers = request_headers(api_key, full_url)
+        # User info in the URL (a proxy's basic auth) goes in a header (request_headers).
         self._client = httpx.Client(follow_redirects=False)
 
     def __repr__(self) -> str:

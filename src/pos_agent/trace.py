@@ -42,7 +42,10 @@ __all__ = [
     "read_result",
     "read_trace",
     "record_line",
+    "record_problems",
     "redact_record",
+    "result_problems",
+    "trace_problems",
     "write_json_atomic",
     "write_result",
     "write_text_atomic",
@@ -305,3 +308,61 @@ def read_result(case_dir: Path) -> CaseResult | None:
     except (OSError, ValueError):
         return None
 
+
+# -- validity of a finished case's records (`pos report` and `--resume` read them the same way) --
+
+_COUNTS = ("steps", "max_steps", "trapped_steps", "recoveries", "degraded_steps", "context_cuts")
+
+
+def result_problems(result: CaseResult) -> list[str]:
+    """What makes a result impossible to have been written by PoS as it stands: an unknown
+    version, a negative count, a success flag its status contradicts. Empty when it is sound."""
+    problems = []
+    if result.version not in KNOWN_RESULT_VERSIONS:
+        known = ", ".join(str(v) for v in sorted(KNOWN_RESULT_VERSIONS))
+        problems.append(f"unknown result version {result.version} (this PoS reads {known})")
+    negative = [f"{name} {getattr(result, name)}" for name in _COUNTS if getattr(result, name) < 0]
+    for role, tokens in result.tokens.items():
+        fields = tokens.model_dump()
+        negative += [f"{role} {k} {v}" for k, v in fields.items() if v < 0]
+    if negative:
+        problems.append("negative counts: " + ", ".join(negative))
+    if not math.isfinite(result.score):
+        problems.append(f"score {result.score}")
+    if result.success != (result.status == "success"):
+        problems.append(f"success {result.success} with status {result.status}")
+    return problems
+
+
+def trace_problems(case_dir: Path) -> list[str]:
+    """What is wrong with a finished case's trace: lines that are not JSON records (a torn or
+    garbage line anywhere; a finished case's trace was closed before its result was written).
+    A case without a trace has none to check."""
+    path = case_dir / "events.jsonl"
+    bad: list[int] = []
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip() and not _is_record(line):
+                    bad.append(number)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [f"events.jsonl cannot be read ({exc.strerror or exc})"]
+    if not bad:
+        return []
+    shown = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    return [f"events.jsonl has {len(bad)} line(s) that are not JSON records (line {shown})"]
+
+
+def record_problems(case_dir: Path, result: CaseResult) -> list[str]:
+    """`result_problems` and `trace_problems` of a finished case."""
+    return result_problems(result) + trace_problems(case_dir)
+
+
+def _is_record(line: str) -> bool:
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("event"), str)

@@ -251,10 +251,14 @@ def _outcome_of(exc: BaseException, record: CaseRecorder) -> Outcome:
 
 def overflow_message(failure: ModelFailure) -> str:
     """The error of a case whose prompt did not fit: a scored failure (the paper's policy)."""
+    text = (
+        f"context overflow, scored as a failure: {failure}. Every method is held to the same rule"
+    )
+    if "--context-window" in text:  # the server's message already says what to do
+        return text
     return (
-        f"context overflow, scored as a failure: {failure}. Every method is held to the same "
-        "rule; --context-window N makes every history-based method cut its oldest history to "
-        "fit N tokens"
+        f"{text}; --context-window N makes every history-based method cut its oldest history "
+        "to fit N tokens"
     )
 
 

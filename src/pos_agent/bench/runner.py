@@ -44,6 +44,7 @@ from pos_agent.trace import (
     Status,
     is_scored,
     read_result,
+    record_problems,
     write_json_atomic,
     write_result,
 )
@@ -215,6 +216,7 @@ def finished(result: CaseResult, folder: Path, expected_hash: str) -> bool:
         and result.version in KNOWN_RESULT_VERSIONS
         and result.settings_hash == expected_hash
         and trace_complete(folder)
+        and not record_problems(folder, result)
     )
 
 

@@ -6,6 +6,7 @@ themselves; the overflow message names --context-window once."""
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 from pathlib import Path
@@ -105,34 +106,41 @@ def test_resume_reruns_a_record_that_is_not_sound(tmp_path: Path) -> None:
 # -- 37.9 a full disk: one line, nothing half-written ---------------------------------------------
 
 
+class FullDisk:
+    """A file whose every write fails as on a full disk."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+    def write(self, _text: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+
 def test_a_full_disk_is_one_clear_line_and_leaves_no_partial_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "r"
     write_case(run, "good")
     out = tmp_path / "out"
-    real_fdopen = os.fdopen
+    real_open = io.open
 
-    class FullDisk:
-        def __init__(self, handle: Any) -> None:
-            self.handle = handle
+    def full_disk_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(file, mode, *args, **kwargs)
+        where = os.readlink(f"/proc/self/fd/{file}") if isinstance(file, int) else str(file)
+        if "w" in mode and where.startswith(str(out)):
+            return FullDisk(handle)
+        return handle
 
-        def __enter__(self) -> FullDisk:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.handle.close()
-
-        def write(self, _text: str) -> int:
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.handle, name)
-
-    def full_disk_fdopen(fd: int, *args: Any, **kwargs: Any) -> Any:
-        return FullDisk(real_fdopen(fd, *args, **kwargs))
-
-    monkeypatch.setattr(os, "fdopen", full_disk_fdopen)
+    monkeypatch.setattr(io, "open", full_disk_open)
     done = CliRunner().invoke(app, ["report", str(run), "--out", str(out), "--no-plots"])
     monkeypatch.undo()
     assert done.exit_code == 1, done.output

@@ -26,7 +26,7 @@ from fake_openai import Behaviour, fake_openai
 from pos_agent.bench.case import CaseSpec
 from pos_agent.bench.config import BenchConfig
 from pos_agent.bench.executors.base import CaseQueue
-from pos_agent.bench.executors.ray import RayUnavailableError, _ActorPool, _drive
+from pos_agent.bench.executors.ray import ActorPool, RayUnavailableError, drive_cases
 from pos_agent.bench.executors.ray_health import NodeWatch
 from pos_agent.llm import (
     RequestsStopped,
@@ -147,12 +147,12 @@ def fast_watch(monkeypatch: pytest.MonkeyPatch, **overrides: float) -> None:
 
 def drive_in_thread(ray: FakeRay, tmp_path: Path) -> tuple[list[CaseResult], BaseException | None]:
     queue, config, delivered = one_case(tmp_path)
-    pool = _ActorPool(ray, config)
+    pool = ActorPool(ray, config)
     outcome: list[BaseException] = []
 
     def drive() -> None:
         try:
-            _drive(pool, queue, config, delivered.append)
+            drive_cases(pool, queue, config, delivered.append)
         except BaseException as exc:
             outcome.append(exc)
 

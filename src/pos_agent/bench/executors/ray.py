@@ -187,9 +187,9 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
 def execute_on_ray(queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     """Play the queue's cases on Ray actors (see the module's docstring)."""
     with connected(config.ray_address) as ray:
-        pool = _ActorPool(ray, config)
+        pool = ActorPool(ray, config)
         try:
-            _drive(pool, queue, config, deliver)
+            drive_cases(pool, queue, config, deliver)
         except KeyboardInterrupt:
             _stop(pool, config, deliver)
             raise
@@ -197,7 +197,7 @@ def execute_on_ray(queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> N
             pool.close()
 
 
-class _ActorPool:
+class ActorPool:
     """Up to `max_concurrency` case runners spread over the nodes. A runner takes cases once
     it has started (its `where` call answered); a lost one is replaced while the cluster has
     room for it, and the run goes on with the runners that are left."""
@@ -288,7 +288,7 @@ def worker_options_of(config: BenchConfig) -> dict[str, Any]:
     return dict(config.model_options)
 
 
-def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
+def drive_cases(pool: ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     ray = pool.ray
     watch = NodeWatch(ray, config.run_dir.name)
     while queue or pool.running:
@@ -335,7 +335,7 @@ def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Del
 
 
 def _leave_dead_nodes(
-    pool: _ActorPool, watch: NodeWatch, queue: CaseQueue, config: BenchConfig, deliver: Deliver
+    pool: ActorPool, watch: NodeWatch, queue: CaseQueue, config: BenchConfig, deliver: Deliver
 ) -> None:
     """Now and then, ask the cluster which nodes live: a case on a dead node (whose call may
     never answer) is lost at once, retried on another node, else recorded `infra_error`; a
@@ -363,7 +363,7 @@ def _pause(seconds: float) -> None:
 
 
 def _collect(
-    pool: _ActorPool, ref: Any, running: _Running, config: BenchConfig
+    pool: ActorPool, ref: Any, running: _Running, config: BenchConfig
 ) -> tuple[CaseResult | None, bool]:
     """The result of a finished actor call (written into the run folder), and whether its
     actor was lost."""
@@ -436,7 +436,7 @@ def _signum() -> int:
     return signals.requested() or signal.SIGINT
 
 
-def _warn_about_cleanup(pool: _ActorPool, where: dict[str, Any]) -> None:
+def _warn_about_cleanup(pool: ActorPool, where: dict[str, Any]) -> None:
     """Once per node: say so when its raylet would leave a killed case's processes behind."""
     node = str(where["node"])
     if not where["cleanup"] and node not in pool.warned:
@@ -450,7 +450,7 @@ def _warn_about_cleanup(pool: _ActorPool, where: dict[str, Any]) -> None:
         )
 
 
-def _stop(pool: _ActorPool, config: BenchConfig, deliver: Deliver) -> None:
+def _stop(pool: ActorPool, config: BenchConfig, deliver: Deliver) -> None:
     """After a stop signal: start nothing new, stop every model request of the run (the
     running cases end `interrupted` and ship their records), then kill every actor."""
     ray = pool.ray

@@ -367,3 +367,66 @@ def test_ctrl_c_under_ray_stops_the_requests_at_once_and_keeps_the_steps(tmp_pat
     for folder, result in interrupted:
         trace = (folder / "events.jsonl").read_text() if (folder / "events.jsonl").exists() else ""
         assert result["steps"] > 0 and '"episode_end"' in trace, (result, output)
+
+
+def session_processes(sid: int) -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found[int(entry.name)] = cmd
+    return found
+
+
+@pytest.mark.slow
+def test_a_node_dead_after_its_dashboard_agent_was_killed_never_hangs_the_run(
+    tmp_path: Path,
+) -> None:
+    """The probe's reproduction: kill `ray::DashboardAgent` while cases play; the run used to
+    hang with no message for 10 minutes. Now it ends within a bound, saying how to resume."""
+    scratch = Path("/tmp") / f"pos-ray-dead-{os.getpid()}"
+    scratch.mkdir(exist_ok=True)
+    with fake_openai(Behaviour(latency_s=0.2)) as (url, behaviour):
+        command = [
+            POS, "bench", write_suite(tmp_path), "--agents", "raw", "--model", "openai:m",
+            "--base-url", url, "--executor", "ray", "--max-concurrency", "2",
+            "--out", str(tmp_path / "runs"), "--run", "k",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            env={**os.environ, "TMPDIR": str(scratch)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while len(behaviour.request_times) < 6 and time.monotonic() < deadline:
+                assert process.poll() is None, process.communicate()[0].decode()
+                time.sleep(0.1)
+            agents = [
+                pid
+                for pid, cmd in session_processes(process.pid).items()
+                if "DashboardAgent" in cmd
+            ]
+            assert agents, session_processes(process.pid)
+            for pid in agents:
+                os.kill(pid, signal.SIGKILL)
+            killed = time.monotonic()
+            output = process.communicate(timeout=180)[0].decode("utf-8", "replace")
+            ended = time.monotonic()
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode != 0, output
+    assert "--resume" in output, output
+    assert ended - killed < 120, f"the run took {ended - killed:.0f}s to end"
+    statuses = [
+        json.loads(p.read_text())["status"] for p in (tmp_path / "runs/k").glob("*/result.json")
+    ]
+    assert all(s in ("success", "failure", "infra_error") for s in statuses), statuses

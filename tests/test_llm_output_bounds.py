@@ -4,11 +4,13 @@ turn, then a schema failure the agent degrades on), never an exception or a tran
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
 from llm_fakes import Canned, FakeServer, chat, chat_body
+from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.llm import (
     MAX_JSON_DEPTH,
     MAX_REPLY_CHARS,
@@ -20,6 +22,7 @@ from pos_agent.llm import (
     loads_bounded,
 )
 from pos_agent.llm._native_tools import decision_text
+from pos_agent.trace import SCORED_STATUSES
 
 pytest_plugins = ["llm_fixtures"]
 
@@ -99,3 +102,15 @@ def test_a_server_body_nested_past_the_stack_is_a_malformed_reply(server: FakeSe
     answer = model.complete(ASK, schema=Answer)
     assert answer.parsed == Answer(action="look")
     assert answer.repairs == 1
+
+
+def test_a_case_whose_model_nests_json_deep_stays_scored_with_degraded_steps(
+    tmp_path: Path,
+) -> None:
+    """The probe's failure at the case level: every reply nested 400 levels deep used to end
+    the case `infra_error` (a transport error), rerun by --resume forever."""
+    spec = CaseSpec(env="toy", task="heat-mug", agent="raw", model="scripted", max_steps=2)
+    model = ScriptedModel(lambda _request: nested(400))
+    result = run_case(spec, tmp_path / "c", run_name="r", load=lambda _s, _r: model)
+    assert result.status in SCORED_STATUSES, f"{result.status}: {result.error}"
+    assert result.degraded_steps > 0

@@ -5,8 +5,10 @@ header, the Bearer key still goes, and neither lands in a record."""
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -132,3 +134,42 @@ def test_url_secrets_include_the_base64_header_form() -> None:
     secrets = url_secrets("http://alice:s3cret%20p%40ss@h:1/v1")
     assert BASIC.split()[1] in secrets
     assert mask_key_like("a Basic approach") == "a Basic approach"
+
+
+def test_a_case_loads_its_dashscope_judge_with_its_own_endpoint(
+    server: FakeServer,
+    second: FakeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through run_case and its default loader, as `pos bench --base-url` runs it: the policy
+    takes --base-url and the key, the `dashscope:` judge DashScope's endpoint and key."""
+    from pos_agent.bench import case as case_module
+    from pos_agent.bench.case import CaseSpec, run_case
+    from test_envs_clindiag import RECORD
+
+    monkeypatch.setenv("DASHSCOPE_BASE_URL", second.base_url)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-dash-2222")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(RECORD) + "\n")
+    loaded: dict[str, tuple[str | None, str]] = {}
+    real_load = case_module.load_model
+
+    def noting(spec: str, options: ModelOptions) -> Any:
+        model = real_load(spec, options)
+        loaded[spec] = (model.backend.base_url, dict(model.backend._headers)["authorization"])
+        return model
+
+    monkeypatch.setattr(case_module, "load_model", noting)
+    spec = CaseSpec(
+        env="clindiag",
+        task="demo-1",
+        agent="raw",
+        model="openai:policy-model",
+        max_steps=1,
+        env_options={"data_dir": str(tmp_path)},
+        env_models={"judge": "dashscope:qwen-judge"},
+    )
+    options = ModelOptions(base_url=server.base_url, api_key=SecretStr("sk-policy-1111"))
+    run_case(spec, tmp_path / "case", run_name="r", options=options)
+    assert loaded["dashscope:qwen-judge"] == (second.base_url, "Bearer sk-dash-2222")
+    assert loaded["openai:policy-model"] == (server.base_url, "Bearer sk-policy-1111")

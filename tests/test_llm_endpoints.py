@@ -156,7 +156,8 @@ def test_a_case_loads_its_dashscope_judge_with_its_own_endpoint(
 
     def noting(spec: str, options: ModelOptions) -> Any:
         model = real_load(spec, options)
-        loaded[spec] = (model.backend.base_url, dict(model.backend._headers)["authorization"])
+        backend: Any = model.backend  # an OpenAICompatibleBackend: its headers as sent
+        loaded[spec] = (backend.base_url, backend._headers["authorization"])
         return model
 
     monkeypatch.setattr(case_module, "load_model", noting)

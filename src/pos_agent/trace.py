@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -35,11 +36,16 @@ __all__ = [
     "RoleTokens",
     "Status",
     "TraceWriter",
+    "encodable",
     "is_scored",
     "read_events",
     "read_result",
     "read_trace",
+    "record_line",
+    "record_problems",
     "redact_record",
+    "result_problems",
+    "trace_problems",
     "write_json_atomic",
     "write_result",
     "write_text_atomic",
@@ -72,6 +78,26 @@ STATUS_MEANINGS: dict[Status, str] = {
     "interrupted": "stopped by the user (Ctrl-C)",
     "error": "written by PoS before results version 2; not scored, rerun by --resume",
 }
+
+
+# Code points that UTF-8 cannot encode: lone surrogates (an observation decoded with
+# `surrogateescape`, a `\\ud800` escape in JSON): a Python string may hold them, no file can.
+_UNENCODABLE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> tuple[str, int]:
+    """`text` with every code point UTF-8 cannot encode replaced by U+FFFD, and how many were.
+
+    The one encoding boundary of the run records: every trace line and result goes through it
+    (`record_line`), in `pos bench` and in `pos serve` alike, so that a stray surrogate in an
+    observation costs one replacement character, never the case or the session's trace."""
+    return _UNENCODABLE.subn("\ufffd", text)
+
+
+def record_line(record: Any, *, indent: int | None = None) -> tuple[str, int]:
+    """`record` as JSON text that any UTF-8 file takes (key-like strings masked, non-finite
+    floats named, unencodable code points replaced), and how many code points were replaced."""
+    return encodable(json.dumps(redact_record(record), indent=indent, ensure_ascii=False))
 
 
 def is_scored(status: str) -> bool:
@@ -116,6 +142,8 @@ class TraceWriter:
         self.path = case_dir / "events.jsonl"
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
         self._started = time.monotonic()
+        self.replaced = 0
+        """Code points UTF-8 cannot encode, replaced by U+FFFD in the lines written so far."""
 
     def emit(self, event: Event) -> None:
         """Write one event, stamped with the trace version and its time; never raises on odd
@@ -125,7 +153,9 @@ class TraceWriter:
         record = event.model_dump(mode="json")
         record["v"] = TRACE_VERSION
         record["t"] = round(time.monotonic() - self._started, 4)
-        self._file.write(json.dumps(redact_record(record), ensure_ascii=False) + "\n")
+        line, replaced = record_line(record)
+        self.replaced += replaced
+        self._file.write(line + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -235,7 +265,7 @@ class CaseResult(BaseModel):
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to `path` so that readers see either the old file or the whole new one."""
-    write_text_atomic(path, json.dumps(redact_record(data), indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(path, record_line(data, indent=2)[0] + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -246,7 +276,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         # mkstemp creates 0600; record files get the mode `open` gives traces (0644 by default).
         os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(encodable(text)[0])
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -277,3 +307,62 @@ def read_result(case_dir: Path) -> CaseResult | None:
         return CaseResult.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+# -- validity of a finished case's records (`pos report` and `--resume` read them the same way) --
+
+_COUNTS = ("steps", "max_steps", "trapped_steps", "recoveries", "degraded_steps", "context_cuts")
+
+
+def result_problems(result: CaseResult) -> list[str]:
+    """What makes a result impossible to have been written by PoS as it stands: an unknown
+    version, a negative count, a success flag its status contradicts. Empty when it is sound."""
+    problems = []
+    if result.version not in KNOWN_RESULT_VERSIONS:
+        known = ", ".join(str(v) for v in sorted(KNOWN_RESULT_VERSIONS))
+        problems.append(f"unknown result version {result.version} (this PoS reads {known})")
+    negative = [f"{name} {getattr(result, name)}" for name in _COUNTS if getattr(result, name) < 0]
+    for role, tokens in result.tokens.items():
+        fields = tokens.model_dump()
+        negative += [f"{role} {k} {v}" for k, v in fields.items() if v < 0]
+    if negative:
+        problems.append("negative counts: " + ", ".join(negative))
+    if not math.isfinite(result.score):
+        problems.append(f"score {result.score}")
+    if result.success != (result.status == "success"):
+        problems.append(f"success {result.success} with status {result.status}")
+    return problems
+
+
+def trace_problems(case_dir: Path) -> list[str]:
+    """What is wrong with a finished case's trace: lines that are not JSON records (a torn or
+    garbage line anywhere; a finished case's trace was closed before its result was written).
+    A case without a trace has none to check."""
+    path = case_dir / "events.jsonl"
+    bad: list[int] = []
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip() and not _is_record(line):
+                    bad.append(number)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [f"events.jsonl cannot be read ({exc.strerror or exc})"]
+    if not bad:
+        return []
+    shown = ", ".join(str(n) for n in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    return [f"events.jsonl has {len(bad)} line(s) that are not JSON records (line {shown})"]
+
+
+def record_problems(case_dir: Path, result: CaseResult) -> list[str]:
+    """`result_problems` and `trace_problems` of a finished case."""
+    return result_problems(result) + trace_problems(case_dir)
+
+
+def _is_record(line: str) -> bool:
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("event"), str)

@@ -43,6 +43,7 @@ from pos_agent.llm import (
     ModelFailure,
     ModelOptions,
     load_model,
+    owned_by_policy,
     wants_context_per_role,
 )
 from pos_agent.trace import CaseResult, Status
@@ -115,7 +116,8 @@ def run_case(
     """
     if spec.agent not in AGENTS:
         raise ValueError(f"unknown agent {spec.agent!r}; choose one of {', '.join(AGENTS)}")
-    options = options or ModelOptions()
+    policy = spec.models().get("policy", spec.model)
+    options = owned_by_policy(options or ModelOptions(), [policy])
     load = load or default_loader(options)
     try:
         case_dir.mkdir(parents=True, exist_ok=True)
@@ -249,10 +251,14 @@ def _outcome_of(exc: BaseException, record: CaseRecorder) -> Outcome:
 
 def overflow_message(failure: ModelFailure) -> str:
     """The error of a case whose prompt did not fit: a scored failure (the paper's policy)."""
+    text = (
+        f"context overflow, scored as a failure: {failure}. Every method is held to the same rule"
+    )
+    if "--context-window" in text:  # the server's message already says what to do
+        return text
     return (
-        f"context overflow, scored as a failure: {failure}. Every method is held to the same "
-        "rule; --context-window N makes every history-based method cut its oldest history to "
-        "fit N tokens"
+        f"{text}; --context-window N makes every history-based method cut its oldest history "
+        "to fit N tokens"
     )
 
 

@@ -41,6 +41,7 @@ OPERATIONAL_OPTIONS = frozenset(
         "backoff_cap_s",
         "n_threads",
         "context_slot",
+        "endpoint_provider",  # which models take base_url: their servers are recorded below
     }
 )
 
@@ -67,8 +68,10 @@ def result_options(options: ModelOptions, models: Iterable[str] = ()) -> dict[st
     if isinstance(data.get("base_url"), str):
         data["base_url"] = _without_credentials(data["base_url"])
     servers = model_servers(models, options)
-    if options.base_url is None and servers:
-        distinct = sorted(set(servers.values()))
+    distinct = sorted(set(servers.values()))
+    # With --base-url, the models record it unless one of them calls another server (a judge
+    # of another provider, `endpoint_provider`): then every model's server is listed.
+    if servers and (options.base_url is None or len(distinct) > 1):
         data["base_url"] = distinct[0] if len(distinct) == 1 else distinct
         if len(distinct) > 1:
             data["servers"] = servers

@@ -166,6 +166,8 @@ class CaseRecorder:
                 **({"env_models": self.env_labels} if self.env_labels else {}),
                 # The rule of the cached-token estimates, for `pos report`.
                 "cache_rule": spec.cache_rule,
+                # Code points no file can hold (lone surrogates), written as U+FFFD.
+                **({"unencodable_replaced": self.trace.replaced} if self.trace.replaced else {}),
             },
             **self._provenance(),
         )

@@ -72,19 +72,28 @@ class RunPlan:
 
 
 def check_run_name(name: str) -> str:
-    """The name, if it names one folder inside `--out`; RunFolderError otherwise."""
+    """The name, if it names one folder inside `--out` and prints as itself; RunFolderError
+    otherwise (a newline or an escape sequence in a name would forge lines of the terminal
+    output and the reports)."""
     path = PurePath(name)
+    unprintable = [ch for ch in name if not ch.isprintable()]
+    if unprintable:
+        raise RunFolderError(
+            f"run name {name!r} has characters that do not print "
+            f"({', '.join(sorted({repr(ch) for ch in unprintable}))}); use letters, digits, "
+            "'-', '_' and '.', e.g. --run alfworld-test"
+        )
     if (
         not name.strip()
+        or name != name.strip()
         or name in (".", "..")
         or path.is_absolute()
         or len(path.parts) != 1
         or "\\" in name
-        or "\0" in name
     ):
         raise RunFolderError(
             f"run name {name!r} must be one folder name inside --out "
-            "(no '/', '..' or absolute paths), e.g. --run alfworld-test"
+            "(no '/', '\\', '..', absolute paths or spaces at its ends), e.g. --run alfworld-test"
         )
     return name
 

@@ -25,7 +25,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from pos_agent.bench.executors import executor_for
 from pos_agent.bench.executors.base import CaseQueue, Deliver, case_dir
 from pos_agent.bench.preflight import Preflight, check_models, preflight, validate_cases
 from pos_agent.bench.run_folder import RunFolder, RunPlan
-from pos_agent.llm import ModelOptions
+from pos_agent.llm import ModelOptions, owned_by_policy
 from pos_agent.trace import (
     KNOWN_RESULT_VERSIONS,
     TRACE_VERSION,
@@ -44,6 +44,7 @@ from pos_agent.trace import (
     Status,
     is_scored,
     read_result,
+    record_problems,
     write_json_atomic,
     write_result,
 )
@@ -94,7 +95,11 @@ def _run_bench(
     check: Preflight,
 ) -> list[CaseResult]:
     validate_cases(specs)
-    options = ModelOptions(**config.model_options)
+    # --base-url and the key are the policy's: a judge of another provider keeps its own.
+    options = owned_by_policy(ModelOptions(**config.model_options), policy_specs(specs))
+    if options.endpoint_provider is not None:
+        owner = {"endpoint_provider": options.endpoint_provider}
+        config = replace(config, model_options={**config.model_options, **owner})
     plan = RunPlan.of(specs, options)
     folder = RunFolder(config.run_dir)
     folder.check(plan, resume=config.resume)  # refuse early, before any model call
@@ -211,6 +216,7 @@ def finished(result: CaseResult, folder: Path, expected_hash: str) -> bool:
         and result.version in KNOWN_RESULT_VERSIONS
         and result.settings_hash == expected_hash
         and trace_complete(folder)
+        and not record_problems(folder, result)
     )
 
 
@@ -249,6 +255,11 @@ def execute(todo: Sequence[CaseSpec], config: BenchConfig, deliver: Deliver) -> 
     case starts."""
     queue = CaseQueue(todo, config.infra_retries, _retry_base_s(config))
     executor_for(config.executor)(queue, config, deliver)
+
+
+def policy_specs(specs: Sequence[CaseSpec]) -> list[str]:
+    """The policy model spec of every case."""
+    return [spec.models().get("policy", spec.model) for spec in specs]
 
 
 def _retry_base_s(config: BenchConfig) -> float:

@@ -79,6 +79,9 @@ def report(
     except ReportError as exc:
         typer.echo(f"error: {printable(exc)}", err=True)
         raise typer.Exit(1) from None
+    except OSError as exc:
+        typer.echo(f"error: cannot read the runs or write the report: {printable(exc)}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(printable(written.markdown))
     typer.echo(f"report: {written.markdown_path}")
     typer.echo("tables: " + ", ".join(str(p) for p in written.csv_paths))

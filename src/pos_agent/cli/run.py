@@ -27,7 +27,7 @@ from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
 from pos_agent.cli.common import AGENT_HELP, console, shown
 from pos_agent.envs import EnvError
-from pos_agent.llm import ModelFailure, ModelOptions, parse_spec
+from pos_agent.llm import ModelFailure, ModelOptions, owned_by_policy, parse_spec
 from pos_agent.recovery.constraint import RecoveryMode
 from pos_agent.trace import CaseResult, is_scored, read_result
 
@@ -136,7 +136,10 @@ def _announce(spec: CaseSpec, case_dir: Path) -> None:
 
 def _play(spec: CaseSpec, options: CaseOptions, name: str, case_dir: Path) -> CaseResult:
     """Play the case with a line per step; the exits of a refused, failed or stopped case."""
-    model_options = ModelOptions(**options.model_options())
+    # --base-url and the key are the policy's (as run_case and pos bench resolve them), so the
+    # case is checked against a bench run with the identity it will record.
+    policy = spec.models().get("policy", spec.model)
+    model_options = owned_by_policy(ModelOptions(**options.model_options()), [policy])
     try:
         with _claimed(options.out / name, spec, model_options):
             return run_case(

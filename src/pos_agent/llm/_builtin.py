@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pos_agent.llm._backend import Backend, BackendError
-from pos_agent.llm._options import DASHSCOPE_BASE_URL, ModelOptions, secret_value
+from pos_agent.llm._options import DASHSCOPE_BASE_URL, ModelOptions, for_provider, secret_value
 
 _INSTALL_LOCAL = (
     "llama-cpp-python is not installed; install the local extra: "
@@ -53,12 +53,13 @@ def openai_server(options: ModelOptions) -> str:
     """The server of `openai:` specs: the option, else OPENAI_BASE_URL, else OpenAI's API."""
     from pos_agent.llm._openai_http import OPENAI_DEFAULT_BASE_URL
 
-    return _configured_url(options) or OPENAI_DEFAULT_BASE_URL
+    return _configured_url(for_provider(options, "openai")) or OPENAI_DEFAULT_BASE_URL
 
 
 def dashscope_server(options: ModelOptions) -> str:
     """The server of `dashscope:` specs: the option, else DASHSCOPE_BASE_URL, else DashScope's
     compatible mode."""
+    options = for_provider(options, "dashscope")
     return options.base_url or os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
 
 
@@ -88,6 +89,7 @@ def http_endpoint(provider: str, options: ModelOptions) -> HttpEndpoint:
     DashScope, and for `openai:` unless a base URL names a server that may need none.
     """
     base_url: str | None
+    options = for_provider(options, provider)
     if provider == "dashscope":
         base_url = dashscope_server(options)
         api_key = secret_value(options.api_key) or os.environ.get("DASHSCOPE_API_KEY") or None

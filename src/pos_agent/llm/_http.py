@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pos_agent.llm._stop import RequestsStopped, raise_if_stopped, wait_or_stop
+
 
 class DeadlineExceeded(Exception):
     """The whole exchange did not finish within its deadline."""
@@ -55,8 +57,14 @@ def post_json(
         finally:
             done.set()
 
+    raise_if_stopped()  # a stopped run sends nothing more
     threading.Thread(target=exchange, name="pos-llm-http", daemon=True).start()
-    if not done.wait(timeout_s):
+    try:
+        answered = wait_or_stop(done, timeout_s)
+    except RequestsStopped:
+        abandoned.set()
+        raise
+    if not answered:
         abandoned.set()
         raise DeadlineExceeded(f"no complete reply within {timeout_s:g}s")
     result = outcome[0]

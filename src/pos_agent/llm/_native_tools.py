@@ -15,7 +15,7 @@ import contextlib
 import json
 from typing import Any
 
-from pos_agent.llm._structured import JsonSchema
+from pos_agent.llm._structured import JsonSchema, loads_bounded
 
 
 def tool_functions(schema: JsonSchema | None) -> tuple[list[dict[str, Any]], bool] | None:
@@ -62,7 +62,7 @@ def decision_text(message: dict[str, Any], several: bool) -> str | None:
             # Unreadable arguments stay text: the decision's schema check reports them and a
             # repair turn asks again, as for any malformed answer.
             with contextlib.suppress(ValueError):
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = loads_bounded(arguments) if arguments.strip() else {}
         calls.append({"tool": function["name"], "args": {} if arguments is None else arguments})
     if not calls:
         return None

@@ -84,8 +84,8 @@ class OpenAICompatibleBackend:
         self.profile: ServerProfile = server_profile(self.base_url or "", model)
         self._endpoint = api_endpoint(full_url, "chat/completions", self.secrets)
         warn_if_key_goes_in_clear(full_url, has_key=api_key is not None)
-        self._headers = request_headers(api_key)
-        # User info in the URL (a proxy's basic auth) is sent by httpx itself.
+        self._headers = request_headers(api_key, full_url)
+        # User info in the URL (a proxy's basic auth) goes in a header (request_headers).
         self._client = httpx.Client(follow_redirects=False)
 
     def __repr__(self) -> str:
@@ -237,7 +237,16 @@ class OpenAICompatibleBackend:
         *,
         several: bool = False,
     ) -> RawReply:
-        message, choice, body = self._chat_message(reply)
+        try:
+            message, choice, body = self._chat_message(reply)
+        except RecursionError:
+            # A body nested past the parser's stack: a malformed reply, repaired like any other.
+            return RawReply(
+                "",
+                Usage(sum(estimate_tokens(m.content) for m in request.messages), 0),
+                structured_mode=mode,
+                defect="the reply nests JSON too deep to be read",
+            )
         native = decision_text(message, several) if mode == "tools" else None
         # Native tools: the calls as the decision's JSON; a reply without one keeps its text,
         # which the schema check reads (a model may still write the decision as JSON).

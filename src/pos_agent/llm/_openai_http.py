@@ -12,7 +12,7 @@ from typing import Any
 
 from pos_agent.llm._backend import BackendError
 from pos_agent.llm._http import DeadlineExceeded, HttpReply, post_json
-from pos_agent.llm._secrets import public_url, redact
+from pos_agent.llm._secrets import basic_credentials, public_url, redact, without_userinfo
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -31,7 +31,9 @@ def api_endpoint(full_url: str, path: str, secrets: tuple[str, ...] = ()) -> Any
     import httpx
 
     try:
-        url = httpx.URL(full_url)
+        # User info never goes in the URL (httpx would send it as Basic auth in place of the
+        # key); `request_headers` sends it.
+        url = httpx.URL(without_userinfo(full_url))
         endpoint = url.copy_with(path=url.path.rstrip("/") + "/" + path)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
         raise BackendError(
@@ -48,11 +50,16 @@ def api_endpoint(full_url: str, path: str, secrets: tuple[str, ...] = ()) -> Any
     return endpoint
 
 
-def request_headers(api_key: str | None) -> dict[str, str]:
-    """The headers of every request: JSON, our user agent, and the key when there is one."""
+def request_headers(api_key: str | None, base_url: str | None = None) -> dict[str, str]:
+    """The headers of every request: JSON, our user agent, the key when there is one, and the
+    base URL's user:password (a proxy's Basic auth) when it has one. With both, the key keeps
+    `Authorization` (Bearer) and the password goes as `Proxy-Authorization` (Basic)."""
     headers = {"accept": "application/json", "user-agent": _user_agent()}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
+    basic = basic_credentials(base_url)
+    if basic is not None:
+        headers["proxy-authorization" if api_key else "authorization"] = basic
     return headers
 
 

@@ -38,6 +38,12 @@ class ModelOptions(BaseModel):
     """API key; falls back to OPENAI_API_KEY (or DASHSCOPE_API_KEY for `dashscope:` specs).
     Never written to caches, logs, traces or reprs."""
 
+    endpoint_provider: str | None = None
+    """The provider (`openai`, `dashscope`) whose models `base_url` and `api_key` are for: the
+    policy's, as `pos bench` sets it. A model of another provider (a `dashscope:` judge of an
+    `openai:` policy on a local server) uses its own endpoint and key, from its environment
+    variables or its default, never the policy's. None: every model takes them."""
+
     timeout_s: float = Field(default=180.0, gt=0)
     """Wall-clock limit of one request to a network backend, from sending it to the last byte
     of the reply (not per read: a server dripping its reply is cut off too). The default leaves
@@ -116,6 +122,14 @@ class ModelOptions(BaseModel):
             (name, public_url(value) if name == "base_url" else value)
             for name, value in super().__repr_args__()
         ]
+
+
+def for_provider(options: ModelOptions, provider: str) -> ModelOptions:
+    """`options` as a model of `provider` sees them: without `base_url` and `api_key` when
+    those belong to another provider's models (`endpoint_provider`)."""
+    if options.endpoint_provider in (None, provider):
+        return options
+    return options.model_copy(update={"base_url": None, "api_key": None})
 
 
 def secret_value(secret: SecretStr | None) -> str | None:

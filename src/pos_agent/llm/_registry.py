@@ -9,7 +9,7 @@ docs/adding-a-backend.md walks through it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pos_agent.llm import _builtin
@@ -164,3 +164,23 @@ def effective_server(spec: str, options: ModelOptions) -> str | None:
     if entry.server is None:
         return None
     return public_url(entry.server(options))
+
+
+def owned_by_policy(options: ModelOptions, policies: Iterable[str]) -> ModelOptions:
+    """`options` with `endpoint_provider` set to the policies' provider when a base URL or a
+    key is given: they are the policy's, and a model of another provider (a `dashscope:`
+    judge) keeps its own endpoint and key. Unchanged when already set, when nothing is given,
+    or when the policies use several HTTP providers (the base URL is then everyone's)."""
+    if options.endpoint_provider is not None or (options.base_url is None and not options.api_key):
+        return options
+    providers = set()
+    for spec in policies:
+        try:
+            parsed = parse_spec(spec)
+        except ModelFailure:
+            continue
+        if entry_for(parsed).server is not None:
+            providers.add(parsed.backend)
+    if len(providers) != 1:
+        return options
+    return options.model_copy(update={"endpoint_provider": providers.pop()})

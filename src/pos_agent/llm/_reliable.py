@@ -17,6 +17,7 @@ from pos_agent.llm._cache import CachedOutcome, CacheRequest, ResponseCache
 from pos_agent.llm._options import ModelOptions
 from pos_agent.llm._printable import printable
 from pos_agent.llm._secrets import redact
+from pos_agent.llm._stop import stoppable_sleep
 from pos_agent.llm._structured import (
     JsonSchema,
     OutputProblem,
@@ -113,7 +114,7 @@ class ReliableModel(CallWrapper):
         if cache is None and self.options.cache_mode != "off":
             cache = ResponseCache(self.options.cache_path, self.options.cache_mode)
         self.cache = cache
-        self._sleep: Sleep = sleep or time.sleep
+        self._sleep: Sleep = sleep or stoppable_sleep
         self._rng = rng or random.Random()
         self._secrets = tuple(
             s for s in (*secrets, *getattr(backend, "secrets", ())) if isinstance(s, str) and s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import logging
 import re
@@ -51,18 +52,59 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
         _, colon, password = userinfo.partition(":")
         if colon and password:
             found += [password, unquote(password)]
+        # The header value they are sent as: a server that echoes its request headers must not
+        # put them in a record in base64 either.
+        found += [_base64(userinfo), _base64(_decoded_userinfo(userinfo))]
     found += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
     return tuple(dict.fromkeys(s for s in found if s))
 
 
+def _base64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8", errors="replace")).decode("ascii")
+
+
+def _decoded_userinfo(userinfo: str) -> str:
+    user, _, password = userinfo.partition(":")
+    return f"{unquote(user)}:{unquote(password)}"
+
+
+def basic_credentials(url: str | None) -> str | None:
+    """The `Basic ...` header value of a URL's user:password part, None without one."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if not (at and userinfo):
+        return None
+    return "Basic " + _base64(_decoded_userinfo(userinfo))
+
+
+def without_userinfo(url: str) -> str:
+    """`url` without its user:password part (query and fragment kept)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    _, at, host = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=host)) if at else url
+
+
 # Anything that looks like a bearer token or API key, whoever's it is.
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
+# Basic credentials only where they are a header's value ("Basic" alone is an ordinary word).
+_BASIC_HEADER = re.compile(
+    r"""(authorization["']?\s*[:=]\s*["']?)Basic\s+[A-Za-z0-9+/=]{4,}""", re.IGNORECASE
+)
 
 
 def mask_key_like(text: str) -> str:
-    """`text` with every key-like string (sk-..., Bearer ...) masked: for records written to
-    files, where a key the process does not know must not land either."""
-    return _KEY_LIKE.sub(REDACTED, text)
+    """`text` with every key-like string (sk-..., Bearer ..., an Authorization header's Basic
+    ...) masked: for records written to files, where a key the process does not know must not
+    land either."""
+    return _BASIC_HEADER.sub(rf"\1{REDACTED}", _KEY_LIKE.sub(REDACTED, text))
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

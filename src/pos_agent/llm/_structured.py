@@ -33,6 +33,57 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # characters a token), a runaway or oversized one only in part.
 _ECHO_CHARS_PER_TOKEN = 8
 _MIN_ECHO_CHARS = 4_000
+# Model output is read within these bounds; past them it is a malformed reply (a repair turn,
+# then a degraded step), never an exception: a hostile or broken server can send JSON nested
+# deep enough to exhaust Python's stack, or megabytes of it.
+MAX_JSON_DEPTH = 100
+MAX_REPLY_CHARS = 4 * 1024 * 1024
+# A string literal (skipped whole, so brackets inside it do not count) or one bracket.
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+class JsonBoundError(ValueError):
+    """Model output past the size or nesting bound: read as malformed, not parsed."""
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of brackets outside string literals in `text` (cheap, no parsing;
+    counting stops just past `MAX_JSON_DEPTH`)."""
+    depth = deepest = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    break
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_json_bounds(text: str) -> None:
+    """Raise JsonBoundError when `text` is too long or nested too deep to be parsed safely."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise JsonBoundError(
+            f"the reply is {len(text)} characters long, more than the {MAX_REPLY_CHARS} "
+            "characters a reply is read up to"
+        )
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise JsonBoundError(
+            f"the reply nests JSON more than {MAX_JSON_DEPTH} levels deep; reply with a flat object"
+        )
+
+
+def loads_bounded(text: str) -> Any:
+    """`json.loads` for model output: JsonBoundError (a ValueError) past the size or depth
+    bound, json.JSONDecodeError (also a ValueError) for invalid JSON."""
+    check_json_bounds(text)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise JsonBoundError("the reply nests JSON too deep to be read") from None
 
 
 def json_schema_of(schema: type[BaseModel]) -> JsonSchema:
@@ -94,6 +145,7 @@ def extract_json_object(text: str) -> Any:
 
     Raises ValueError saying what is wrong when there is none.
     """
+    check_json_bounds(text)
     fenced = _FENCE.search(text)
     candidate = fenced.group(1) if fenced else text
     # strict=False: a raw newline or tab inside a string (small models under a grammar write
@@ -104,6 +156,8 @@ def extract_json_object(text: str) -> Any:
     for start in starts:
         try:
             value, _ = decoder.raw_decode(candidate, start)
+        except RecursionError:
+            raise JsonBoundError("the reply nests JSON too deep to be read") from None
         except json.JSONDecodeError as exc:
             first_error = first_error or exc
             continue
@@ -183,7 +237,13 @@ def interpret_output(
                 "schema", "the JSON object contains invalid Unicode (a lone surrogate escape)"
             )
         return schema.model_validate(value)
+    except RecursionError:
+        # The bounds above should make this unreachable; kept so that no reply can ever end a
+        # case as a transport error.
+        return OutputProblem("schema", "the reply nests JSON too deep to be read")
     except (ValueError, ValidationError) as exc:
+        if isinstance(exc, JsonBoundError):
+            return OutputProblem("schema", str(exc))
         if truncated:
             return OutputProblem(
                 "truncated", "the reply hit the token limit before the JSON object was complete"

@@ -11,7 +11,6 @@ the proxy never gives a header to a trace.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -30,7 +29,7 @@ from pos_agent.events import (
     RecoveryReleaseEvent,
 )
 from pos_agent.monitor import MonitorReport
-from pos_agent.trace import redact_record
+from pos_agent.trace import record_line
 
 __all__ = ["SessionTrace", "step_events"]
 
@@ -46,6 +45,8 @@ class SessionTrace:
         self._started = time.monotonic()
         self._opened = False
         self.broken = False
+        self.replaced = 0
+        """Code points UTF-8 cannot encode (lone surrogates), written as U+FFFD so far."""
 
     def emit(self, events: Iterable[Event]) -> None:
         """Write events, one flushed JSON line each (the folder is made on the first write)."""
@@ -54,7 +55,9 @@ class SessionTrace:
             record = event.model_dump(mode="json")
             record["v"] = TRACE_VERSION
             record["t"] = round(time.monotonic() - self._started, 4)
-            lines.append(json.dumps(redact_record(record), ensure_ascii=False) + "\n")
+            line, replaced = record_line(record)
+            self.replaced += replaced
+            lines.append(line + "\n")
         if not lines or self.broken:
             return
         try:

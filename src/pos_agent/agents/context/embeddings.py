@@ -86,7 +86,7 @@ class OpenAIEmbedder:
         except BackendError as exc:
             raise ModelFailure("config", exc.message, model=self.spec) from None
         warn_if_key_goes_in_clear(full_url, has_key=endpoint.api_key is not None)
-        self._headers = request_headers(endpoint.api_key)
+        self._headers = request_headers(endpoint.api_key, full_url)
         self._client = httpx.Client(follow_redirects=False)
 
     def __repr__(self) -> str:

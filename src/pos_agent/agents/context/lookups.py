@@ -20,6 +20,7 @@ from typing import Any
 
 from pos_agent.agents.context.hiagent import SubgoalMemory, parse_retrieve
 from pos_agent.agents.context.pace import PaceMemory, parse_glimpse
+from pos_agent.llm import loads_bounded
 
 GLIMPSE = "glimpse"
 RETRIEVE = "retrieve"
@@ -127,7 +128,7 @@ def split_lookups(action: str | None) -> tuple[str | None, str | None]:
     if parse_glimpse(text) is not None or parse_retrieve(text) is not None:
         return text, None
     try:
-        parsed = json.loads(text)
+        parsed = loads_bounded(text)
     except ValueError:
         return None, text
     calls = parsed if isinstance(parsed, list) else [parsed]

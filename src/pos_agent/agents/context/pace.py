@@ -17,7 +17,6 @@ summary call that fails leaves a marked extract of the observation in its place.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.relevance import RelevanceScorer
 from pos_agent.agents.context.settings import PaceSettings
 from pos_agent.agents.context.tokens import count_tokens
-from pos_agent.llm import Message
+from pos_agent.llm import Message, loads_bounded
 from pos_agent.transition import Transition
 
 Level = Literal["full", "detailed", "brief", "placeholder"]
@@ -93,7 +92,7 @@ def summary_messages(task: str, turn: Transition, ask: str) -> list[Message]:
 def action_label(action: str) -> str:
     """A short name for a step: the tool(s) of a tool call, else the action text."""
     try:
-        parsed = json.loads(action)
+        parsed = loads_bounded(action)
     except ValueError:
         parsed = None
     calls = parsed if isinstance(parsed, list) else [parsed]

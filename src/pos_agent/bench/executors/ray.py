@@ -15,9 +15,16 @@ case's environment set-up and its processes are its own, closed when the case en
 
 - A lost actor or node (the node died, the actor was killed or ran out of memory) costs only
   its case: it is retried at once on a fresh actor, then recorded `infra_error`, never scored.
-- Ctrl-C, SIGTERM, SIGHUP: the running cases are cancelled (a KeyboardInterrupt inside the
-  case, whose environment then closes its processes), recorded `interrupted` by the driver,
-  and every actor is killed. A kill of the driver ends its Ray job, and Ray kills its actors.
+  The driver asks the cluster which nodes live every few seconds (ray_health.py), so a case
+  on a node that died without its calls failing (a node marked dead after its dashboard agent
+  was killed) is lost within that bound instead of waited for; a cluster with no live node,
+  or one that stops answering, ends the run with a message, the unfinished cases left for
+  `--resume`.
+- Ctrl-C, SIGTERM, SIGHUP: the run's stop board (a tiny actor) is set; every case runner asks
+  it before and while it waits for each model request, so no request is sent after the stop,
+  and the case ends as under Ctrl-C: recorded `interrupted` with the steps it played and its
+  trace, shipped to the driver like any result. A case that does not ship within the grace
+  gets a stand-in `interrupted` result; then every actor is killed. A kill of the driver ends its Ray job, and Ray kills its actors.
   Environment processes are grandchildren of a Ray worker, which Ray does not kill by itself;
   the raylet cleans them up when it runs with `RAY_kill_child_processes_on_worker_exit_with_
   raylet_subreaper=true` (and `RAY_process_group_cleanup_enabled=true`): a Ray started for the
@@ -55,21 +62,29 @@ from pos_agent.bench.executors.base import (
     stand_in,
     write_stand_in,
 )
+from pos_agent.bench.executors.ray_actors import (
+    BoardCheck,
+    ClusterLimiter,
+    LimiterActor,
+    StopBoard,
+)
 from pos_agent.bench.executors.ray_cluster import (
     CLEANUP_VARIABLES,
     RayUnavailableError,
     connected,
     raylet_cleans_up,
 )
+from pos_agent.bench.executors.ray_health import NodeWatch
 from pos_agent.bench.locks import FileLock, LockHeld
 from pos_agent.bench.recorder import DISK_FULL
-from pos_agent.llm import Gate, RateLimits, install_limiter
+from pos_agent.llm import install_limiter, install_stop_check, requests_stopped
 from pos_agent.trace import CaseResult, Status
 
 logger = logging.getLogger(__name__)
 
 SKIPPED_FILES = {".lock"}
 START_TIMEOUT_S = 600.0  # how long the run waits for a first case runner to start
+WAIT_S = 0.1  # the longest the driver waits on Ray before it looks at a stop signal again
 
 
 @dataclass(frozen=True)
@@ -92,10 +107,15 @@ class _Running:
 class _CaseRunner:
     """One Ray actor: plays one case at a time in a scratch folder on its node."""
 
-    def __init__(self, model_options: dict[str, Any], limiter: Any = None) -> None:
+    def __init__(
+        self, model_options: dict[str, Any], limiter: Any = None, board: Any = None
+    ) -> None:
         workers.prepare_models(model_options)
         if limiter is not None:
-            install_limiter(_ClusterLimiter(limiter))
+            install_limiter(ClusterLimiter(limiter))
+        if board is not None:
+            # No signal reaches this process on Ctrl-C: its model requests ask the board.
+            install_stop_check(BoardCheck(board))
 
     def where(self) -> dict[str, Any]:
         import ray
@@ -110,6 +130,8 @@ class _CaseRunner:
         import ray
 
         started = time.monotonic()
+        if requests_stopped():  # the run was stopped before this case started
+            return Shipped(workers.Reply("skipped"), {}, 0.0, "")
         scratch = Path(tempfile.mkdtemp(prefix="pos-ray-cases-"))  # on this node, this case's
         run_dir = scratch / run_name
         try:
@@ -119,41 +141,6 @@ class _CaseRunner:
             shutil.rmtree(scratch, ignore_errors=True)
         node = ray.get_runtime_context().get_node_id()
         return Shipped(reply, files, time.monotonic() - started, node)
-
-
-class _LimiterActor:
-    """The cluster's one `Gate` (a threaded Ray actor: each waiting request holds a thread)."""
-
-    def __init__(self, limits: RateLimits) -> None:
-        self.gate = Gate(limits)
-
-    def try_take(self, key: str) -> tuple[int | None, float]:
-        return self.gate.try_take(key)
-
-    def give(self, lease: int, status: int | None, retry_after_s: float | None) -> None:
-        self.gate.give(lease, status, retry_after_s)
-
-    def stats(self) -> dict[str, int]:
-        return {"paused": self.gate.paused, "max_in_flight": self.gate.max_in_flight}
-
-
-class _ClusterLimiter:
-    """The `Limiter` the HTTP path of an actor asks: the cluster's `_LimiterActor`."""
-
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
-
-    def acquire(self, key: str) -> int:
-        import ray
-
-        while True:
-            lease, wait = ray.get(self.actor.try_take.remote(key))
-            if lease is not None:
-                return int(lease)
-            time.sleep(min(wait, 1.0))
-
-    def release(self, lease: int, status: int | None, retry_after_s: float | None) -> None:
-        self.actor.give.remote(lease, status, retry_after_s)
 
 
 def collect_records(folder: Path) -> dict[str, bytes]:
@@ -200,9 +187,9 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
 def execute_on_ray(queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     """Play the queue's cases on Ray actors (see the module's docstring)."""
     with connected(config.ray_address) as ray:
-        pool = _ActorPool(ray, config)
+        pool = ActorPool(ray, config)
         try:
-            _drive(pool, queue, config, deliver)
+            drive_cases(pool, queue, config, deliver)
         except KeyboardInterrupt:
             _stop(pool, config, deliver)
             raise
@@ -210,7 +197,7 @@ def execute_on_ray(queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> N
             pool.close()
 
 
-class _ActorPool:
+class ActorPool:
     """Up to `max_concurrency` case runners spread over the nodes. A runner takes cases once
     it has started (its `where` call answered); a lost one is replaced while the cluster has
     room for it, and the run goes on with the runners that are left."""
@@ -229,10 +216,12 @@ class _ActorPool:
         self.limiter = None
         if config.rate_limits is not None and config.rate_limits.active:
             self.limiter = (
-                ray.remote(_LimiterActor)
+                ray.remote(LimiterActor)
                 .options(num_cpus=0, max_concurrency=1000)
                 .remote(config.rate_limits)
             )
+        self.board = ray.remote(StopBoard).options(num_cpus=0).remote()
+        self.node_of: dict[Any, str] = {}  # runner -> the node it runs on
         self.actors: list[Any] = []  # every runner not known to be lost
         self.starting: dict[Any, Any] = {}  # where() call -> runner not yet started
         self.idle: list[Any] = []
@@ -246,7 +235,7 @@ class _ActorPool:
         while len(self.actors) < self.size:
             if self.actors and self._room() < self.cpus:
                 return
-            actor = self.runner.remote(worker_options_of(self.config), self.limiter)
+            actor = self.runner.remote(worker_options_of(self.config), self.limiter, self.board)
             self.actors.append(actor)
             self.starting[actor.where.remote()] = actor
 
@@ -264,13 +253,14 @@ class _ActorPool:
                 self.lose(actor)
                 continue
             self.idle.append(actor)
+            self.node_of[actor] = str(where["node"])
             _warn_about_cleanup(self, where)
 
     def submit(self, spec: CaseSpec) -> None:
         actor = self.idle.pop()
         config = self.config
         ref = actor.play.remote(spec, config.run_dir.name, config.case_timeout_s)
-        self.running[ref] = _Running(actor, spec)
+        self.running[ref] = _Running(actor, spec, self.node_of.get(actor, ""))
         if config.timeline is not None:
             config.timeline.send(spec.folder)
 
@@ -279,14 +269,18 @@ class _ActorPool:
             self.ray.kill(actor, no_restart=True)
         if actor in self.actors:
             self.actors.remove(actor)
+        if actor in self.idle:
+            self.idle.remove(actor)
+        self.node_of.pop(actor, None)
 
     def close(self) -> None:
         for actor in self.actors:
             with contextlib.suppress(Exception):
                 self.ray.kill(actor, no_restart=True)
-        if self.limiter is not None:
-            with contextlib.suppress(Exception):
-                self.ray.kill(self.limiter, no_restart=True)
+        for helper in (self.limiter, self.board):
+            if helper is not None:
+                with contextlib.suppress(Exception):
+                    self.ray.kill(helper, no_restart=True)
         self.actors, self.idle, self.running, self.starting = [], [], {}, {}
 
 
@@ -294,8 +288,9 @@ def worker_options_of(config: BenchConfig) -> dict[str, Any]:
     return dict(config.model_options)
 
 
-def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
+def drive_cases(pool: ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Deliver) -> None:
     ray = pool.ray
+    watch = NodeWatch(ray, config.run_dir.name)
     while queue or pool.running:
         signals.check()
         if not pool.actors:
@@ -320,7 +315,9 @@ def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Del
         if not waiting:
             _pause(queue.wait_s())
             continue
-        ready, _ = ray.wait(waiting, num_returns=1, timeout=min(POLL_S, queue.wait_s() or POLL_S))
+        # Short waits: a stop signal is handled only when the wait returns, and every moment
+        # before the stop board is set is a moment the case runners may send requests.
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=min(WAIT_S, queue.wait_s() or WAIT_S))
         pool.started([ref for ref in ready if ref in pool.starting])
         for ref in ready:
             if ref not in pool.running:
@@ -334,6 +331,31 @@ def _drive(pool: _ActorPool, queue: CaseQueue, config: BenchConfig, deliver: Del
                 pool.idle.append(running.actor)
             if result is not None:
                 queue.settle(result, running.spec, deliver, wait=not lost)
+        _leave_dead_nodes(pool, watch, queue, config, deliver)
+
+
+def _leave_dead_nodes(
+    pool: ActorPool, watch: NodeWatch, queue: CaseQueue, config: BenchConfig, deliver: Deliver
+) -> None:
+    """Now and then, ask the cluster which nodes live: a case on a dead node (whose call may
+    never answer) is lost at once, retried on another node, else recorded `infra_error`; a
+    cluster with no live node, or one that stops answering, ends the run with a message
+    (RayUnavailableError), the unfinished cases left for --resume."""
+    alive = watch.alive_nodes()
+    if alive is None:
+        return
+    for ref, running in list(pool.running.items()):
+        if running.node and running.node not in alive:
+            del pool.running[ref]
+            pool.lose(running.actor)
+            error = f"the Ray node {running.node[:12]} playing this case died"
+            result = _record_stand_in(running.spec, config, "infra_error", error)
+            queue.settle(result, running.spec, deliver, wait=False)
+    for actor in list(pool.idle):
+        if pool.node_of.get(actor, "") not in alive:
+            pool.lose(actor)
+    watch.require_a_node(alive)
+    pool.grow()
 
 
 def _pause(seconds: float) -> None:
@@ -341,7 +363,7 @@ def _pause(seconds: float) -> None:
 
 
 def _collect(
-    pool: _ActorPool, ref: Any, running: _Running, config: BenchConfig
+    pool: ActorPool, ref: Any, running: _Running, config: BenchConfig
 ) -> tuple[CaseResult | None, bool]:
     """The result of a finished actor call (written into the run folder), and whether its
     actor was lost."""
@@ -414,7 +436,7 @@ def _signum() -> int:
     return signals.requested() or signal.SIGINT
 
 
-def _warn_about_cleanup(pool: _ActorPool, where: dict[str, Any]) -> None:
+def _warn_about_cleanup(pool: ActorPool, where: dict[str, Any]) -> None:
     """Once per node: say so when its raylet would leave a killed case's processes behind."""
     node = str(where["node"])
     if not where["cleanup"] and node not in pool.warned:
@@ -428,13 +450,15 @@ def _warn_about_cleanup(pool: _ActorPool, where: dict[str, Any]) -> None:
         )
 
 
-def _stop(pool: _ActorPool, config: BenchConfig, deliver: Deliver) -> None:
-    """After a stop signal: start nothing new, cancel the running cases (their environments
-    close on the KeyboardInterrupt), record them `interrupted`, then kill every actor."""
+def _stop(pool: ActorPool, config: BenchConfig, deliver: Deliver) -> None:
+    """After a stop signal: start nothing new, stop every model request of the run (the
+    running cases end `interrupted` and ship their records), then kill every actor."""
     ray = pool.ray
-    for ref in pool.running:
-        with contextlib.suppress(Exception):
-            ray.cancel(ref)
+    # Every case runner's next model request, or the one it waits for, stops the case: it
+    # records itself `interrupted` with its steps and trace and ships them (a cancelled Ray
+    # call would ship nothing).
+    with contextlib.suppress(Exception):
+        pool.board.stop.remote()
     deadline = time.monotonic() + STOP_GRACE_S
     try:
         with signals.hurry():

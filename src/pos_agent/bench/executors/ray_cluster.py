@@ -19,6 +19,12 @@ CLEANUP_VARIABLES = {
     "RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper": "true",
     "RAY_process_group_cleanup_enabled": "true",
 }
+# A Ray started for the run listens on 127.0.0.1 only. Ray turns a node address of 127.0.0.1
+# into the machine's outside address (so that other nodes could join) and its servers then
+# listen there or on every interface, unless it runs as a one-machine Ray, which it does on
+# macOS and Windows and, with this variable at 0, anywhere: every process of it (raylet, GCS,
+# workers, agents) then takes 127.0.0.1 as the node's address and listens there alone.
+LOOPBACK_VARIABLES = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # records are small; the default takes 30% of RAM
 
 
@@ -59,10 +65,11 @@ def connected(address: str | None) -> Any:
     variables = {"RAY_DISABLE_USAGE_STATS": "1"}
     if address is None:
         variables.update(CLEANUP_VARIABLES)  # for the raylet started here, which inherits them
+        variables.update(LOOPBACK_VARIABLES)
         kwargs: dict[str, Any] = {
             "include_dashboard": False,
             "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
-            "_node_ip_address": "127.0.0.1",  # a Ray for this run only: nothing listens outside
+            "_node_ip_address": "127.0.0.1",
         }
     else:
         kwargs = {"address": address}
@@ -73,7 +80,7 @@ def connected(address: str | None) -> Any:
         sigterm = signal.getsignal(signal.SIGTERM) if main else None
         sigchld = signal.getsignal(signal.SIGCHLD) if main else None
         try:
-            with _environment(variables):
+            with _environment(variables), _loopback_only(ray, address is None):
                 ray.init(log_to_driver=False, logging_level=logging.WARNING, **kwargs)
             if main:
                 # ray.init makes SIGTERM a plain sys.exit; it takes Ctrl-C's path (signals.py)
@@ -119,6 +126,22 @@ def _stop_reaper(reaper: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         reaper.kill()
         reaper.wait()
+
+
+@contextlib.contextmanager
+def _loopback_only(ray: Any, wanted: bool) -> Iterator[None]:
+    """While Ray starts here: the driver, which imported Ray before LOOPBACK_VARIABLES were
+    set, reads the node's address as its children will (127.0.0.1)."""
+    constants: Any = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if not wanted or not hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    previous = constants.ENABLE_RAY_CLUSTER
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = previous
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pos_agent.bench.run_folder import CONFIG_NAME, listed_cases, read_config
-from pos_agent.trace import CaseResult, read_result
+from pos_agent.trace import CaseResult, read_result, record_problems
 
 
 class ReportError(Exception):
@@ -37,6 +37,16 @@ class ForeignResult:
 
 
 @dataclass(frozen=True)
+class InvalidResult:
+    """A result.json that parses but cannot be a record PoS wrote as it stands (an unknown
+    version, negative counts, a trace with garbage lines): listed, never counted, and rerun
+    by `pos bench --resume`."""
+
+    path: Path
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LoadedRuns:
     """What the run folders hold: finished cases, and the ones that could not be read."""
 
@@ -45,6 +55,7 @@ class LoadedRuns:
     unreadable: list[Path] = field(default_factory=list)  # a result.json that does not parse
     missing: list[MissingCase] = field(default_factory=list)  # listed, never recorded
     foreign: list[ForeignResult] = field(default_factory=list)  # other settings than the run
+    invalid: list[InvalidResult] = field(default_factory=list)  # not a sound record
 
 
 def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
@@ -54,6 +65,7 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
     unreadable: list[Path] = []
     missing: list[MissingCase] = []
     foreign: list[ForeignResult] = []
+    invalid: list[InvalidResult] = []
     seen: set[Path] = set()
     seen_runs: set[Path] = set()
     run_hashes: dict[Path, dict[str, str] | None] = {}
@@ -76,6 +88,10 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
             if result is None:
                 unreadable.append(case_dir)
                 continue
+            problems = record_problems(case_dir, result)
+            if problems:
+                invalid.append(InvalidResult(case_dir, tuple(problems)))
+                continue
             other = _foreign(case_dir, result, run_hashes)
             if other is not None:
                 foreign.append(other)
@@ -86,7 +102,7 @@ def load_runs(run_dirs: Sequence[Path]) -> LoadedRuns:
             if run.resolve() not in seen_runs:
                 seen_runs.add(run.resolve())
                 missing += _missing_cases(run)
-    return LoadedRuns(cases, unfinished, unreadable, missing, foreign)
+    return LoadedRuns(cases, unfinished, unreadable, missing, foreign, invalid)
 
 
 def _foreign(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pos_agent.bench.report.files import save_figure
 from pos_agent.bench.report.stats import PATTERNS, Rate, ReportData
 from pos_agent.bench.report.tables import context_text, pos_vs_baseline_table
 
@@ -24,9 +25,7 @@ def write_plots(data: ReportData, out_dir: Path) -> list[Path]:
     for name, draw in FIGURES:
         figure = Figure(figsize=(8, 4.5), dpi=110, layout="constrained")
         if draw(figure, data, colours):
-            path = out_dir / f"{name}.png"
-            figure.savefig(path)
-            written.append(path)
+            written.append(save_figure(figure, out_dir / f"{name}.png"))
     return written
 
 

@@ -84,6 +84,13 @@ def render_markdown(
                 f"them with `pos bench --resume`): {len(loaded.foreign)}: "
                 + _paths([f.path for f in loaded.foreign])
             )
+        if loaded.invalid:
+            lines.append(
+                "Left out, not a sound record (`pos bench --resume` reruns them): "
+                f"{len(loaded.invalid)}: "
+                + "; ".join(f"`{i.path}` ({', '.join(i.problems)})" for i in loaded.invalid[:5])
+                + (f" and {len(loaded.invalid) - 5} more" if len(loaded.invalid) > 5 else "")
+            )
     lines.append("")
     for table in tables:
         lines += [render_table(table), ""]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pos_agent.bench.report.files import make_out_dir, write_report_text
 from pos_agent.bench.report.load import ReportError, load_runs
 from pos_agent.bench.report.merge import merge_problems
 from pos_agent.bench.report.plots import write_plots
@@ -58,6 +59,8 @@ def write_report(
                 f"config.json (first: {loaded.foreign[0].path}); rerun them with "
                 "`pos bench --run NAME --resume`"
             )
+        if loaded.invalid:
+            detail += f" ({len(loaded.invalid)} not sound records, first: {loaded.invalid[0].path})"
         raise ReportError(
             f"no finished case (result.json) under {where}{detail}; "
             "run `pos run` or `pos bench` first, or pass the folder that holds the runs"
@@ -67,12 +70,10 @@ def write_report(
     )
     data.prices = prices
     tables = build_tables(data)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_paths = []
-    for table in tables:
-        path = out_dir / f"{table.name}.csv"
-        path.write_text(table_csv(table), encoding="utf-8")
-        csv_paths.append(path)
+    make_out_dir(out_dir)
+    csv_paths = [
+        write_report_text(out_dir / f"{table.name}.csv", table_csv(table)) for table in tables
+    ]
     plot_paths = write_plots(data, out_dir) if plots else []
     markdown = render_markdown(
         tables,
@@ -80,6 +81,5 @@ def write_report(
         loaded=loaded,
         plots=[p.name for p in plot_paths],
     )
-    markdown_path = out_dir / "report.md"
-    markdown_path.write_text(markdown, encoding="utf-8")
+    markdown_path = write_report_text(out_dir / "report.md", markdown)
     return WrittenReport(markdown, markdown_path, csv_paths, plot_paths)

@@ -23,6 +23,7 @@ from typing import Any
 
 from pos_agent.agents.context.settings import Family
 from pos_agent.envs import Observation
+from pos_agent.llm import loads_bounded
 from pos_agent.roles.caller import fallback_action
 
 FINISH = "finish"
@@ -102,7 +103,7 @@ def is_finish(action: str | None) -> bool:
     if text.lower() == FINISH:
         return True
     try:
-        parsed = json.loads(text)
+        parsed = loads_bounded(text)
     except ValueError:
         return False
     calls = parsed if isinstance(parsed, list) else [parsed]
@@ -118,7 +119,7 @@ def split_finish(action: str | None) -> tuple[str | None, bool]:
     if not text or text.lower() == FINISH:
         return None, bool(text)
     try:
-        parsed = json.loads(text)
+        parsed = loads_bounded(text)
     except ValueError:
         return action, False
     calls = parsed if isinstance(parsed, list) else [parsed]
@@ -188,7 +189,7 @@ def allowed(action: str, view: Observation) -> bool:
     if view.tools is not None:
         names = {str(t.get("name")) for t in view.tools}
         try:
-            parsed = json.loads(action)
+            parsed = loads_bounded(action)
         except ValueError:
             return False
         calls: Sequence[Any] = parsed if isinstance(parsed, list) else [parsed]

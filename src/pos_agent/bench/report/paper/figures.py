@@ -17,6 +17,7 @@ from typing import Any
 
 from pos_agent.agents.methods import FULL_POS, METHODS
 from pos_agent.bench.paper import BENCHMARKS, published
+from pos_agent.bench.report.files import save_figure
 from pos_agent.bench.report.paper.cells import PaperData, context_length
 from pos_agent.bench.report.paper.tables import rate, strongest_baseline, success
 from pos_agent.bench.report.stats import PATTERNS
@@ -29,9 +30,7 @@ def write_figures(data: PaperData, out_dir: Path) -> list[Path]:
     for name, draw in FIGURES:
         figure = Figure(figsize=(9, 4.5), dpi=110, layout="constrained")
         if draw(figure, data):
-            path = out_dir / f"{name}.png"
-            figure.savefig(path)
-            written.append(path)
+            written.append(save_figure(figure, out_dir / f"{name}.png"))
     return written
 
 

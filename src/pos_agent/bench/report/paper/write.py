@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pos_agent.bench.report.files import make_out_dir, write_report_text
 from pos_agent.bench.report.load import ReportError, load_runs
 from pos_agent.bench.report.paper.cells import collect
 from pos_agent.bench.report.paper.figures import write_figures
@@ -39,17 +40,12 @@ def write_paper_report(
             + "; run `pos paper table1` first"
         )
     tables = paper_tables(data)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_out_dir(out_dir)
     csv_paths, latex_paths = [], []
     for table in tables:
-        csv_path = out_dir / f"{table.name}.csv"
-        csv_path.write_text(table_csv(table), encoding="utf-8")
-        csv_paths.append(csv_path)
-        tex_path = out_dir / f"{table.name}.tex"
-        tex_path.write_text(table_latex(table), encoding="utf-8")
-        latex_paths.append(tex_path)
+        csv_paths.append(write_report_text(out_dir / f"{table.name}.csv", table_csv(table)))
+        latex_paths.append(write_report_text(out_dir / f"{table.name}.tex", table_latex(table)))
     plot_paths = write_figures(data, out_dir) if plots else []
     markdown = render_markdown(tables, sources=data.sources, plots=[p.name for p in plot_paths])
-    markdown_path = out_dir / "paper.md"
-    markdown_path.write_text(markdown, encoding="utf-8")
+    markdown_path = write_report_text(out_dir / "paper.md", markdown)
     return PaperReport(markdown, markdown_path, csv_paths, latex_paths, plot_paths)

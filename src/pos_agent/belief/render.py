@@ -1,4 +1,4 @@
-"""Compact, stable, id-bearing text of a belief for prompts (DESIGN §2 "Rendering").
+"""Compact, stable, id-bearing text of a belief for prompts.
 
 The text depends only on the belief — never on how many steps led to it — so the policy prompt
 stays flat while a raw transcript grows. Entities come grouped with their states, then

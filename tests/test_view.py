@@ -328,6 +328,17 @@ def test_real_trace_renders_in_headless_chromium(heat_mug_case: Path, tmp_path: 
     health = re.search(r'<svg[^>]*id="health-svg"[^>]*data-points="(\d+)"', dom.stdout)
     assert health and int(health.group(1)) >= 5, "the H chart has its points"
     assert 'class="trap-mark"' in dom.stdout, "trapped steps are marked"
+    # The health chart starts at the first assessed step and says so; its curves differ in
+    # dash and marker; the tokens-per-step chart labels its steps.
+    first = min(s["step"] for s in view_of(heat_mug_case)["steps"] if s.get("health"))
+    assert first > 0 and f"from step {first}: health is assessed" in dom.stdout
+    health_svg = dom.stdout.split('id="health-svg"', 1)[1].split("</svg>", 1)[0]
+    ticks = re.findall(r'<text x="[\d.]+" y="222"[^>]*>(\d+)</text>', health_svg)
+    assert ticks and int(ticks[0]) == first, ticks
+    dashes = re.findall(r'class="curve curve-(\w+)"', health_svg)
+    assert len(dashes) >= 4, "H, P and S/R curves drawn, each with its own class"
+    tokens_svg = dom.stdout.split('id="tokens-step-svg"', 1)[1].split("</svg>", 1)[0]
+    assert ">step</text>" in tokens_svg and ">0</text>" in tokens_svg
     assert 'id="tokens-svg"' in dom.stdout
     assert dom.stdout.count('class="tl-item') == len(view_of(heat_mug_case)["steps"])
     assert "Recovery applied: static pattern" in dom.stdout

@@ -378,3 +378,26 @@ def test_the_view_replays_no_consistency_patches_with_only_the_schema_checked(
     assert {k: v for k, v in final.items() if k != "step"} == {
         k: v for k, v in (episode.final_belief or {}).items() if k != "step"
     }
+
+
+def test_a_belief_of_unreadable_text_is_said_to_be_unusable(tmp_path: Path) -> None:
+    from pos_agent.belief import Belief, apply_patch
+    from pos_agent.events import BeliefInitEvent
+
+    junk = "1.1.1.1.1.1.1.1.1.1.1.1"
+
+    def belief_of(name: str) -> dict[str, Any]:
+        ops = [
+            {"op": "upsert_entity", "name": name},
+            {"op": "add_gap", "kind": "achievement", "text": junk, "activate": True},
+        ]
+        return apply_patch(Belief(goal="heat some mug", step=0), ops)[0].to_dict()
+
+    belief = belief_of(junk)
+    view = build_view([BeliefInitEvent(step=0, belief=belief)], None)
+    assert view["belief_notes"] and view["belief_notes"][0]["unreadable"] == ["e1", "g1"]
+    assert "named in words" in view["belief_notes"][0]["unusable"]
+    assert any("no usable belief" in w for w in view["check"]["warnings"])
+    fine = build_view([BeliefInitEvent(step=0, belief=belief_of("mug 1"))], None)
+    assert fine["belief_notes"][0] == {"unreadable": ["g1"], "unusable": None}
+    assert not any("no usable belief" in w for w in fine["check"]["warnings"])

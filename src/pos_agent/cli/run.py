@@ -12,6 +12,7 @@ import typer
 
 from pos_agent.agents.base import StepInfo
 from pos_agent.agents.methods import uses_embeddings
+from pos_agent.belief import Belief, unusable
 from pos_agent.bench.case import AGENTS, CaseBusyError, CaseSpec, RecordError, run_case
 from pos_agent.bench.env_models import env_model_labels, resolve_env_models
 from pos_agent.bench.executors.local import available_cores, busy_cores, threads_each
@@ -339,6 +340,11 @@ def _print_result(result: CaseResult, case_dir: Path, elapsed: float) -> None:
     )
     if result.error:
         console.print(f"[red]error:[/] {shown(result.error)}")
+    if (why := _unusable_belief(result)) is not None:
+        console.print(
+            f"[yellow]note:[/] the belief model produced no usable belief ({shown(why)}); the "
+            "embedded 135M model often does, a larger model writes real ones (docs/models.md)"
+        )
     if result.context_cuts:
         console.print(
             f"[yellow]note:[/] the history was cut to fit the context window at "
@@ -346,6 +352,16 @@ def _print_result(result: CaseResult, case_dir: Path, elapsed: float) -> None:
         )
     console.print(f"trace: {shown(case_dir / 'events.jsonl')}  result: result.json")
     console.print(f"See it step by step: [bold]pos view {shown(case_dir)}[/]")
+
+
+def _unusable_belief(result: CaseResult) -> str | None:
+    """Why the final belief holds nothing usable, or None (also when there is none to read)."""
+    if not result.final_belief:
+        return None
+    try:
+        return unusable(Belief.from_dict(result.final_belief))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def show_step(info: StepInfo) -> None:

@@ -249,7 +249,13 @@ def test_a_degenerate_belief_is_neither_quoted_nor_called_usable() -> None:
         Belief(goal="heat some mug and put it in cabinet", step=0),
         [
             {"op": "upsert_entity", "name": JUNK},
-            {"op": "add_gap", "kind": "achievement", "text": JUNK, "refs": [JUNK], "activate": True},
+            {
+                "op": "add_gap",
+                "kind": "achievement",
+                "text": JUNK,
+                "refs": [JUNK],
+                "activate": True,
+            },
         ],
     )
     assert rejected == [], "the schema lets such text through: that is what is handled here"

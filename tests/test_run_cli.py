@@ -108,7 +108,7 @@ def test_run_gives_the_embedded_model_the_free_cores_or_threads(
     assert seen[-1].n_threads == 2
     served = pos(
         "run", "toy", "heat-mug", "--agent", "raw", "--model", "scripted", "--max-steps", "1",
-        "--out", str(tmp_path), "--run", "c",
+        "--threads", "2", "--out", str(tmp_path), "--run", "c",
     )  # fmt: skip
     assert served.exit_code == 0 and "llama.cpp" not in served.output, "no embedded model"
 

@@ -213,7 +213,8 @@ def _announce(spec: CaseSpec, case_dir: Path, options: ModelOptions) -> None:
         console.print(
             "environment models: " + shown(", ".join(f"{r}={m}" for r, m in labels.items()))
         )
-    if options.n_threads is not None:
+    embedded = any(wants_context_per_role(m) for m in spec.models().values())
+    if embedded and options.n_threads is not None:
         console.print(
             f"embedded model: {options.n_threads} llama.cpp thread(s) of {available_cores()} "
             f"core(s), load {busy_cores():.1f} (--threads to choose)"

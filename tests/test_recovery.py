@@ -273,3 +273,7 @@ def test_a_degenerate_belief_is_neither_quoted_nor_called_usable() -> None:
     assert "1.1.1" not in text, text
     assert "g1 (the belief gives it no readable text" in text
     assert "Relevant entities" not in text
+    from pos_agent.belief import render_belief
+
+    shown = render_belief(junk)
+    assert "1.1.1" not in shown and "g1 achievement: (no readable text)" in shown

@@ -46,6 +46,5 @@ def unusable(belief: Belief) -> str | None:
     if not names:
         return "it holds no entity and no gap"
     if all(unreadable(name) for name in names):
-        example = min(names, key=len)[:24]
-        return f"none of its entities and gaps is named in words (such as {example!r})"
+        return "none of its entities and gaps is named in words"
     return None

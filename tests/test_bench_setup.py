@@ -311,9 +311,10 @@ def test_server_text_with_markup_neither_crashes_nor_loses_text(tmp_path: Path) 
             "--base-url", url, "--max-retries", "0", "--out", str(tmp_path), "--run", "r",
             "--max-steps", "2",
         )  # fmt: skip
-    assert done.exit_code == 1, done.output
+    # `pos run` checks the model before it writes anything: a rejected key is a set-up error.
+    assert done.exit_code == 2, done.output
     assert isinstance(done.exception, SystemExit), done.exception
-    assert "config_error" in done.output
+    assert "wants an API key" in done.output and not (tmp_path / "r").exists()
     assert "[/api/cart]" in done.output and "[bold]key[/bold]" in done.output
 
 

@@ -69,7 +69,7 @@ def test_error_lines_of_pos_run_carry_no_raw_control_bytes(tmp_path: Path) -> No
              "--base-url", url, "--max-retries", "0", "--out", str(tmp_path), "--run", "r",
              "--max-steps", "2"],
         )  # fmt: skip
-    assert done.exit_code == 1, done.output
+    assert done.exit_code == 2, done.output  # the key is checked before the case starts
     assert "error:" in done.output
     assert not any(char in done.output for char in CONTROL), repr(done.output)
     assert "\\x1b]0;pwned" in done.output and "[bold]x[/bold]" in done.output

@@ -226,3 +226,54 @@ def test_generic_recovery_is_one_line_and_release_follows_health() -> None:
     assert recovering.health > CONFIG.theta_h and should_release(recovering, CONFIG)
     short = assess_window([window_step(belief, 1)] * 3, CONFIG)
     assert not should_release(short, CONFIG), "no decision before the window is full"
+
+
+# -- text that says nothing is never quoted back ---------------------------------------------------
+
+JUNK = "1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1"
+
+
+def test_unreadable_text_is_told_from_words() -> None:
+    from pos_agent.belief import unreadable
+
+    for junk in (JUNK, "", "  ", "42", "- - - - -", "abababab", "......"):
+        assert unreadable(junk), junk
+    for words in ("mug 1", "microwave 1", "e1", "ok", "heat the mug", "abab", "1st floor"):
+        assert not unreadable(words), words
+
+
+def test_a_degenerate_belief_is_neither_quoted_nor_called_usable() -> None:
+    from pos_agent.belief import unreadable_ids, unusable
+
+    junk, rejected = apply_patch(
+        Belief(goal="heat some mug and put it in cabinet", step=0),
+        [
+            {"op": "upsert_entity", "name": JUNK},
+            {
+                "op": "add_gap",
+                "kind": "achievement",
+                "text": JUNK,
+                "refs": [JUNK],
+                "activate": True,
+            },
+        ],
+    )
+    assert rejected == [], "the schema lets such text through: that is what is handled here"
+    assert unreadable_ids(junk) == ["e1", "g1"]
+    why = unusable(junk)
+    assert why is not None and "named in words" in why
+    assert unusable(kitchen()) is None
+    assert unusable(Belief(goal="x", step=0)) == "it holds no entity and no gap"
+    state = world_keys(junk)
+    steps = [window_step(junk, 0) for _ in range(CONFIG.window)]
+    transitions = [Transition(t, "look", "Nothing happens.", 0, state) for t in range(1, 9)]
+    report = assess_window(steps, CONFIG)
+    assert report.trapped
+    text = compose_recovery(report, transitions, junk, current_state=state).render()
+    assert "1.1.1" not in text, text
+    assert "g1 (the belief gives it no readable text" in text
+    assert "Relevant entities" not in text
+    from pos_agent.belief import render_belief
+
+    shown = render_belief(junk)
+    assert "1.1.1" not in shown and "g1 achievement: (no readable text)" in shown

@@ -328,6 +328,17 @@ def test_real_trace_renders_in_headless_chromium(heat_mug_case: Path, tmp_path: 
     health = re.search(r'<svg[^>]*id="health-svg"[^>]*data-points="(\d+)"', dom.stdout)
     assert health and int(health.group(1)) >= 5, "the H chart has its points"
     assert 'class="trap-mark"' in dom.stdout, "trapped steps are marked"
+    # The health chart starts at the first assessed step and says so; its curves differ in
+    # dash and marker; the tokens-per-step chart labels its steps.
+    first = min(s["step"] for s in view_of(heat_mug_case)["steps"] if s.get("health"))
+    assert first > 0 and f"from step {first}: health is assessed" in dom.stdout
+    health_svg = dom.stdout.split('id="health-svg"', 1)[1].split("</svg>", 1)[0]
+    ticks = re.findall(r'<text x="[\d.]+" y="222"[^>]*>(\d+)</text>', health_svg)
+    assert ticks and int(ticks[0]) == first, ticks
+    dashes = re.findall(r'class="curve curve-(\w+)"', health_svg)
+    assert len(dashes) >= 4, "H, P and S/R curves drawn, each with its own class"
+    tokens_svg = dom.stdout.split('id="tokens-step-svg"', 1)[1].split("</svg>", 1)[0]
+    assert ">step</text>" in tokens_svg and ">0</text>" in tokens_svg
     assert 'id="tokens-svg"' in dom.stdout
     assert dom.stdout.count('class="tl-item') == len(view_of(heat_mug_case)["steps"])
     assert "Recovery applied: static pattern" in dom.stdout
@@ -367,3 +378,26 @@ def test_the_view_replays_no_consistency_patches_with_only_the_schema_checked(
     assert {k: v for k, v in final.items() if k != "step"} == {
         k: v for k, v in (episode.final_belief or {}).items() if k != "step"
     }
+
+
+def test_a_belief_of_unreadable_text_is_said_to_be_unusable(tmp_path: Path) -> None:
+    from pos_agent.belief import Belief, apply_patch
+    from pos_agent.events import BeliefInitEvent
+
+    junk = "1.1.1.1.1.1.1.1.1.1.1.1"
+
+    def belief_of(name: str) -> dict[str, Any]:
+        ops = [
+            {"op": "upsert_entity", "name": name},
+            {"op": "add_gap", "kind": "achievement", "text": junk, "activate": True},
+        ]
+        return apply_patch(Belief(goal="heat some mug", step=0), ops)[0].to_dict()
+
+    belief = belief_of(junk)
+    view = build_view([BeliefInitEvent(step=0, belief=belief)], None)
+    assert view["belief_notes"] and view["belief_notes"][0]["unreadable"] == ["e1", "g1"]
+    assert "named in words" in view["belief_notes"][0]["unusable"]
+    assert any("no usable belief" in w for w in view["check"]["warnings"])
+    fine = build_view([BeliefInitEvent(step=0, belief=belief_of("mug 1"))], None)
+    assert fine["belief_notes"][0] == {"unreadable": ["g1"], "unusable": None}
+    assert not any("no usable belief" in w for w in fine["check"]["warnings"])

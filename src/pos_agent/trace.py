@@ -1,4 +1,4 @@
-"""Run records (DESIGN §8): typed, versioned events in `events.jsonl` and an atomic `result.json`.
+"""Run records (docs/trace.md): typed, versioned events in `events.jsonl` and an atomic `result.json`.
 
 One schema (`pos_agent.events`), written by the runner and read by the viewer and the reports.
 Events are appended and flushed one line at a time, so an interrupted or killed run leaves a
@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Literal, get_args
@@ -134,10 +134,12 @@ def _is_secret_key(key: str) -> bool:
 
 
 class TraceWriter:
-    """Appends events to `<case_dir>/events.jsonl`, one flushed JSON line each."""
+    """Appends events to `<case_dir>/events.jsonl`, one flushed JSON line each; `listener`, when
+    given, sees each event once it is written (`pos run` shows progress from them)."""
 
-    def __init__(self, case_dir: Path) -> None:
+    def __init__(self, case_dir: Path, listener: Callable[[Event], None] | None = None) -> None:
         self.case_dir = case_dir
+        self.listener = listener
         case_dir.mkdir(parents=True, exist_ok=True)
         self.path = case_dir / "events.jsonl"
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
@@ -157,6 +159,8 @@ class TraceWriter:
         self.replaced += replaced
         self._file.write(line + "\n")
         self._file.flush()
+        if self.listener is not None:
+            self.listener(event)
 
     def close(self) -> None:
         if self._file is not None:

@@ -21,6 +21,7 @@ from pos_agent.belief.model import (
 )
 from pos_agent.belief.ops import PATCH_OPS, PatchOpName
 from pos_agent.belief.patch import apply_patch, apply_patch_detailed
+from pos_agent.belief.quality import unreadable, unreadable_ids, unusable
 from pos_agent.belief.render import render_belief
 from pos_agent.kinds import GAP_KINDS
 
@@ -48,6 +49,9 @@ __all__ = [
     "render_belief",
     "retain_active_gap",
     "select_active_gap",
+    "unreadable",
+    "unreadable_ids",
+    "unusable",
     "with_first_gap",
     "world_keys",
 ]

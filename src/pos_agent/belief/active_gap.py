@@ -1,5 +1,5 @@
 """Gaps in one place: the first gap of an episode, and which gap is active after an update (the
-active gap is retained until it is resolved; paper Table 3 and Algorithm 1; DESIGN §1).
+active gap is retained until it is resolved; paper Table 3 and Algorithm 1).
 
 An initial belief with no open gap gets the goal itself as its first achievement gap: the loop
 needs a gap to work on (`with_first_gap`).

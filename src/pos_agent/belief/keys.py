@@ -1,4 +1,4 @@
-"""Record keys of a belief and its projection onto a gap (DESIGN §2), as `WorldKeys` sets."""
+"""Record keys of a belief and its projection onto a gap, as `WorldKeys` sets."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def focus_keys(belief: Belief, gap: Gap | str | None) -> WorldKeys:
 
     `gap` is a gap id of this belief, or a `Gap` record, which may come from another belief:
     health projects every past world of its window onto the *current* active gap (its refs and
-    text), whether or not that past belief had the gap (DESIGN §2).
+    text), whether or not that past belief had the gap.
     """
     projection = project(belief, gap)
     return WorldKeys(

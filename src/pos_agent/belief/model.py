@@ -1,7 +1,7 @@
-"""The belief data model (DESIGN §2): entities, states, relations and gaps with engine ids.
+"""The belief data model (docs/concepts/belief.md): entities, states, relations and gaps with engine ids.
 
 Records are frozen dataclasses; a `Belief` is never mutated in place — `apply_patch` builds a
-new one. Each record carries its Jaccard key (DESIGN §2 "Record keys"), computed once when the
+new one. Each record carries its Jaccard key, computed once when the
 record is created, so the per-step health computation only gathers keys.
 """
 

@@ -1,4 +1,4 @@
-"""One handler per patch operation (DESIGN §2): validate the operation fully, then change the
+"""One handler per patch operation: validate the operation fully, then change the
 draft, and return the operation normalized (resolved ids, defaults filled); the field readers
 they share raise `Reject` with a reason a model can act on."""
 

@@ -1,4 +1,4 @@
-"""Belief updates as patches (DESIGN §2): validate each operation, apply the valid ones.
+"""Belief updates as patches: validate each operation, apply the valid ones.
 
 `apply_patch` is pure and total: whatever JSON a model writes — wrong types, unknown ops, ids it
 made up, NaN confidences, a dict where a list belongs — comes back as rejected operations with

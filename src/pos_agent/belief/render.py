@@ -1,5 +1,6 @@
-"""Compact, stable, id-bearing text of a belief for prompts (DESIGN §2 "Rendering").
+"""Compact, stable, id-bearing text of a belief for prompts.
 
+A name or gap text that says nothing (`belief.quality`) is rendered as "(no readable text)".
 The text depends only on the belief — never on how many steps led to it — so the policy prompt
 stays flat while a raw transcript grows. Entities come grouped with their states, then
 relations, then open gaps with the active one marked. Ordering is by id number, so the same
@@ -13,6 +14,9 @@ from collections.abc import Collection
 
 from pos_agent.belief.keys import project
 from pos_agent.belief.model import Belief, Relation, State, id_order
+from pos_agent.belief.quality import unreadable
+
+NO_TEXT = "(no readable text)"
 
 
 def render_belief(
@@ -40,7 +44,7 @@ def render_belief(
         entity = belief.entities[entity_id]
         states = sorted(by_entity.get(entity_id, []), key=lambda s: id_order(s.id))
         attrs = "".join(f", {k}={v}" for k, v in entity.attrs)
-        head = f"- {entity.id} {entity.name} ({entity.type}{attrs})"
+        head = f"- {entity.id} {readable(entity.name)} ({entity.type}{attrs})"
         body = "; ".join(f"{s.id} {s.attribute}={s.value} {_provenance(s)}" for s in states)
         lines.append(f"{head}: {body}" if body else head)
     if len(shown) < len(entity_ids):
@@ -64,7 +68,7 @@ def render_belief(
     for gap in gaps:
         mark = "*" if gap.id == belief.active_gap_id else "-"
         refs = f" [refs {', '.join(gap.refs)}]" if gap.refs else ""
-        lines.append(f"{mark} {gap.id} {gap.kind}: {gap.text}{refs}")
+        lines.append(f"{mark} {gap.id} {gap.kind}: {readable(gap.text)}{refs}")
     return "\n".join(lines)
 
 
@@ -72,3 +76,9 @@ def _provenance(record: State | Relation) -> str:
     where = f"@{record.evidence[-1]}" if record.evidence else ""
     origin = "obs" if record.source == "observed" else "inf"
     return f"({origin}{where} {record.confidence:.2f})"
+
+
+def readable(text: str) -> str:
+    """`text`, or a plain "(no readable text)" for filler that says nothing ("1.1.1.1"), so
+    that such text is never quoted back to a model as if it were part of the belief."""
+    return NO_TEXT if unreadable(text) else text

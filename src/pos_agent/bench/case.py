@@ -37,7 +37,7 @@ from pos_agent.bench.recorder import DISK_FULL, CaseRecorder, Outcome, RecordErr
 from pos_agent.bench.spec import CaseSpec, ModelLoader
 from pos_agent.bench.time_limit import CaseTimeout, wall_clock_limit, where_it_stopped
 from pos_agent.envs import EnvError, Environment, InfrastructureError, accepts_option, make_env
-from pos_agent.events import DegradedEvent
+from pos_agent.events import DegradedEvent, Event
 from pos_agent.llm import (
     Model,
     ModelFailure,
@@ -105,14 +105,16 @@ def run_case(
     pos_config: PosConfig | None = None,
     time_limit_s: float | None = None,
     owner_alive: Callable[[], bool] | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> CaseResult:
     """Play one case and write its records; returns the result that was written.
 
     `options` are the model options (recorded in the result; `load` defaults to a loader with
     them). `time_limit_s` bounds the case's wall time (unscored `infra_error` when reached).
-    `owner_alive` is asked before the result is written: a worker whose `pos bench` is gone
-    must not write into a folder a later run may own. Ctrl-C raises CaseInterrupted after the
-    `interrupted` result is written; CaseBusyError means another process holds the case folder.
+    `on_event` sees each trace event as it is written. `owner_alive` is asked before the result
+    is written: a worker whose `pos bench` is gone must not write into a folder a later run may
+    own. Ctrl-C raises CaseInterrupted after the `interrupted` result is written; CaseBusyError
+    means another process holds the case folder.
     """
     if spec.agent not in AGENTS:
         raise ValueError(f"unknown agent {spec.agent!r}; choose one of {', '.join(AGENTS)}")
@@ -128,7 +130,7 @@ def run_case(
     except OSError as exc:
         raise RecordError(exc.errno, f"cannot write the case folder {case_dir}: {exc}") from None
     try:
-        record = CaseRecorder(spec, case_dir, run_name, options, on_step)
+        record = CaseRecorder(spec, case_dir, run_name, options, on_step, on_event)
         pending: BaseException | None = None
         try:
             outcome = _play(record, load, pos_config, time_limit_s)

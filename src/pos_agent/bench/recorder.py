@@ -13,6 +13,7 @@ import contextlib
 import errno
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,7 @@ class CaseRecorder:
         run_name: str,
         options: ModelOptions,
         on_step: StepCallback | None,
+        on_event: Callable[[Event], None] | None = None,
     ) -> None:
         self.spec = spec
         self.case_dir = case_dir
@@ -78,7 +80,7 @@ class CaseRecorder:
         try:
             (case_dir / "events.jsonl").unlink(missing_ok=True)
             (case_dir / "result.json").unlink(missing_ok=True)
-            self.trace = TraceWriter(case_dir)
+            self.trace = TraceWriter(case_dir, on_event)
         except OSError as exc:
             raise RecordError(exc.errno, f"cannot write the trace in {case_dir}: {exc}") from None
         self.ledger = TokenLedger(spec.cache_rule, breakpoints=options.cache_breakpoints)

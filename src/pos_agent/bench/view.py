@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pos_agent.belief import Belief, apply_patch_detailed
+from pos_agent.belief import Belief, apply_patch_detailed, unreadable_ids, unusable
 from pos_agent.events import (
     TRACE_VERSION,
     AconContextEvent,
@@ -280,6 +280,12 @@ def build_view(
     beliefs, ordered = _link_beliefs(timeline.steps)
     check = _check_final(timeline.replay, result, timeline.seen_belief)
     check["warnings"] += _reading_warnings(lines)
+    final = timeline.replay.belief
+    if final is not None and (why := unusable(final)) is not None:
+        check["warnings"].append(
+            f"The belief model produced no usable belief: {why}. Very small models (the "
+            "embedded 135M one) often write such text; a larger model writes real beliefs."
+        )
     return {
         "meta": _meta(result, timeline.start, timeline.end),
         "goal": _goal(beliefs, result),
@@ -287,6 +293,7 @@ def build_view(
         "has_belief": timeline.seen_belief,
         "steps": [_step_dict(s) for s in ordered],
         "beliefs": beliefs,
+        "belief_notes": [_belief_note(b) for b in beliefs],
         "check": check,
         "viewer_version": TRACE_VERSION,
     }
@@ -404,6 +411,16 @@ def _meta(
         }
     meta["recovery_mode"] = spec.get("recovery")
     return meta
+
+
+def _belief_note(belief: dict[str, Any]) -> dict[str, Any]:
+    """What the page says about a belief's text: the records whose name or text is unreadable,
+    and why the belief holds nothing usable (None when it does)."""
+    try:
+        rebuilt = Belief.from_dict(belief)
+    except (ValueError, KeyError, TypeError):
+        return {"unreadable": [], "unusable": None}
+    return {"unreadable": unreadable_ids(rebuilt), "unusable": unusable(rebuilt)}
 
 
 def _goal(beliefs: list[dict[str, Any]], result: CaseResult | None) -> str | None:

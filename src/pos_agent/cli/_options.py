@@ -42,6 +42,13 @@ from pos_agent.cost import CACHE_RULES
 from pos_agent.health.window import Diagnosis
 from pos_agent.llm import DEFAULT_CACHE_RULE, CacheMode
 
+# The panels --help groups the options of `pos run` and `pos bench` into.
+EPISODE = "Episode"
+MODEL = "Model"
+BUDGET = "Budget"
+OUTPUT = "Output"
+ADVANCED = "Advanced"
+
 
 @dataclass(frozen=True)
 class CaseOptions:
@@ -140,35 +147,111 @@ _PARAMETERS: tuple[tuple[str, Any], ...] = (
         Annotated[
             str,
             typer.Option(
-                help="Model spec for every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL."
+                help="Model of every role: local, gguf:PATH, openai:MODEL, dashscope:MODEL.",
+                metavar="SPEC",
+                rich_help_panel=MODEL,
             ),
         ],
     ),
-    ("health", Annotated[Diagnosis, typer.Option(help=HEALTH_HELP)]),
-    ("out", Annotated[Path, typer.Option(help="Folder that holds runs.")]),
+    ("health", Annotated[Diagnosis, typer.Option(help=HEALTH_HELP, rich_help_panel=EPISODE)]),
+    (
+        "out",
+        Annotated[
+            Path,
+            typer.Option(help="Folder that holds runs.", metavar="DIR", rich_help_panel=OUTPUT),
+        ],
+    ),
     (
         "base_url",
         Annotated[
             str | None,
-            typer.Option(help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp)."),
+            typer.Option(
+                help="OpenAI-compatible server URL (vLLM, Ollama, llama.cpp).",
+                metavar="URL",
+                rich_help_panel=MODEL,
+            ),
         ],
     ),
-    ("cache", Annotated[CacheMode, typer.Option(help="Response cache.")]),
-    ("timeout", Annotated[float | None, typer.Option(help=TIMEOUT_HELP, min=0.001)]),
-    ("max_retries", Annotated[int | None, typer.Option(help=RETRIES_HELP, min=0)]),
-    ("case_timeout", Annotated[float | None, typer.Option(help=CASE_TIMEOUT_HELP, min=0.001)]),
-    ("env_model", Annotated[list[str] | None, typer.Option(help=ENV_MODEL_HELP)]),
+    ("cache", Annotated[CacheMode, typer.Option(help="Response cache.", rich_help_panel=OUTPUT)]),
+    (
+        "timeout",
+        Annotated[
+            float | None,
+            typer.Option(help=TIMEOUT_HELP, min=0.001, metavar="SECONDS", rich_help_panel=BUDGET),
+        ],
+    ),
+    (
+        "max_retries",
+        Annotated[
+            int | None, typer.Option(help=RETRIES_HELP, min=0, metavar="N", rich_help_panel=BUDGET)
+        ],
+    ),
+    (
+        "case_timeout",
+        Annotated[
+            float | None,
+            typer.Option(
+                help=CASE_TIMEOUT_HELP, min=0.001, metavar="SECONDS", rich_help_panel=BUDGET
+            ),
+        ],
+    ),
+    (
+        "env_model",
+        Annotated[
+            list[str] | None,
+            typer.Option(help=ENV_MODEL_HELP, metavar="SPEC", rich_help_panel=MODEL),
+        ],
+    ),
     (
         "generation_tokens",
-        Annotated[int | None, typer.Option(help=GENERATION_HELP, min=16)],
+        Annotated[
+            int | None,
+            typer.Option(help=GENERATION_HELP, min=16, metavar="TOKENS", rich_help_panel=BUDGET),
+        ],
     ),
-    ("profile", Annotated[str | None, typer.Option(help=PROFILE_HELP)]),
-    ("bound", Annotated[list[str] | None, typer.Option(help=BOUND_HELP)]),
-    ("context_window", Annotated[int | None, typer.Option(help=CONTEXT_HELP, min=512)]),
-    ("embed_model", Annotated[str, typer.Option(help=EMBED_HELP)]),
-    ("loca_root", Annotated[Path | None, typer.Option(help=LOCA_ROOT_HELP)]),
-    ("cache_breakpoints", Annotated[bool, typer.Option(help=BREAKPOINTS_HELP)]),
-    ("cache_rule", Annotated[str, typer.Option(help=CACHE_RULE_HELP)]),
+    (
+        "profile",
+        Annotated[
+            str | None, typer.Option(help=PROFILE_HELP, metavar="NAME", rich_help_panel=ADVANCED)
+        ],
+    ),
+    (
+        "bound",
+        Annotated[
+            list[str] | None,
+            typer.Option(help=BOUND_HELP, metavar="KEY=VALUE", rich_help_panel=ADVANCED),
+        ],
+    ),
+    (
+        "context_window",
+        Annotated[
+            int | None,
+            typer.Option(help=CONTEXT_HELP, min=512, metavar="TOKENS", rich_help_panel=BUDGET),
+        ],
+    ),
+    (
+        "embed_model",
+        Annotated[str, typer.Option(help=EMBED_HELP, metavar="SPEC", rich_help_panel=ADVANCED)],
+    ),
+    (
+        "loca_root",
+        Annotated[
+            Path | None, typer.Option(help=LOCA_ROOT_HELP, metavar="DIR", rich_help_panel=ADVANCED)
+        ],
+    ),
+    (
+        "cache_breakpoints",
+        Annotated[
+            bool,
+            typer.Option("--cache-breakpoints", help=BREAKPOINTS_HELP, rich_help_panel=ADVANCED),
+        ],
+    ),
+    (
+        "cache_rule",
+        Annotated[
+            str, typer.Option(help=CACHE_RULE_HELP, metavar="RULE", rich_help_panel=ADVANCED)
+        ],
+    ),
 )
 _DEFAULTS = {f.name: f.default for f in fields(CaseOptions)}
 if {name for name, _ in _PARAMETERS} != set(_DEFAULTS):

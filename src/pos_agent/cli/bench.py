@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import NoReturn
 
 import typer
 
 from pos_agent.agents.methods import uses_embeddings
 from pos_agent.bench.case import AGENTS, CaseSpec, RecordError
-from pos_agent.bench.executors.local import available_cores
+from pos_agent.bench.executors.local import threads_each
 from pos_agent.bench.run_folder import CONFIG_NAME, RunFolderError, check_run_name, prepare_out
 from pos_agent.bench.runner import BenchConfig, run_bench
 from pos_agent.bench.runner import Progress as BenchProgress
@@ -21,89 +21,29 @@ from pos_agent.bench.shards import Shard
 from pos_agent.bench.suite import Suite, builtin_suites, load_suite
 from pos_agent.cli._options import CaseOptions, case_options
 from pos_agent.cli.app import app
+from pos_agent.cli.bench_options import (
+    AgentsOption,
+    Executor,
+    ExecutorOption,
+    InfraRetriesOption,
+    LengthsOption,
+    LimitOption,
+    ListOption,
+    MaxConcurrencyOption,
+    ModelConcurrencyOption,
+    ModelRpmOption,
+    PreflightOption,
+    RayAddressOption,
+    ResumeOption,
+    RunOption,
+    SeedsOption,
+    ShardOption,
+    SuiteArgument,
+    WorkersOption,
+)
 from pos_agent.cli.common import console, progress_bar, shown
 from pos_agent.llm import RateLimits, wants_context_per_role
 from pos_agent.trace import STATUS_MEANINGS, CaseResult, is_scored
-
-Executor = Literal["local", "ray"]
-
-# The command's own options (the ones it shares with `pos run` are CaseOptions).
-SuiteArgument = Annotated[
-    str,
-    typer.Argument(help="Built-in suite name (see --list) or the path of a suite YAML file."),
-]
-AgentsOption = Annotated[
-    str,
-    typer.Option(
-        help=f"Comma-separated methods: {', '.join(AGENTS)} (the paper's six: "
-        "raw,acon,pace,hiagent,lh_harness,pos)."
-    ),
-]
-WorkersOption = Annotated[
-    int,
-    typer.Option(
-        help="Worker processes. With the local model, the cores are split between them.",
-        min=1,
-    ),
-]
-ResumeOption = Annotated[
-    bool,
-    typer.Option(
-        help="Continue --run with the same settings: keep scored cases, rerun the rest whole."
-    ),
-]
-LimitOption = Annotated[
-    int | None, typer.Option(help="Only the first N tasks of the suite.", min=1)
-]
-LengthsOption = Annotated[
-    str | None,
-    typer.Option(help="LOCA: only these environment lengths, e.g. 8k,16k (8k ... 256k)."),
-]
-SeedsOption = Annotated[
-    str | None, typer.Option(help="Only these of the suite's seeds, e.g. 42,123.")
-]
-RunOption = Annotated[
-    str | None,
-    typer.Option("--run", help="Run name, a folder inside --out (default: suite and time)."),
-]
-InfraRetriesOption = Annotated[
-    int, typer.Option(help="Retries of a case after an infrastructure error.", min=0)
-]
-PreflightOption = Annotated[
-    bool,
-    typer.Option(help="Check each model with one small call before the first case."),
-]
-ListOption = Annotated[bool, typer.Option("--list", help="List the built-in suites and exit.")]
-ExecutorOption = Annotated[
-    Executor,
-    typer.Option(
-        help="Where cases play: local (worker processes here) or ray (a Ray cluster, or a "
-        "Ray started for the run; the ray extra)."
-    ),
-]
-RayAddressOption = Annotated[
-    str | None,
-    typer.Option(help="Ray cluster to use: auto or HOST:PORT (default: start one here)."),
-]
-MaxConcurrencyOption = Annotated[
-    int | None,
-    typer.Option(help="Ray: cases played at once (default: one per CPU of the cluster).", min=1),
-]
-ShardOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Only shard I of N (1-based) of the cases, a contiguous range in suite order, "
-        "e.g. 2/8; merge the shards' runs with pos report."
-    ),
-]
-ModelConcurrencyOption = Annotated[
-    int | None,
-    typer.Option(help="Ray: requests in flight per model, across the cluster.", min=1),
-]
-ModelRpmOption = Annotated[
-    float | None,
-    typer.Option(help="Ray: request starts per minute per model, across the cluster.", min=0.001),
-]
 
 
 @app.command()
@@ -131,15 +71,11 @@ def bench(
 ) -> None:
     """Run SUITE for each method and write runs/<run>/<agent>__<case>/ records plus summary.json.
 
-    First the cases, the run folder and every model (one small call) are checked:
-    a broken set-up is refused, never scored.
-    Only success and failure are scored; other statuses are listed, and --resume reruns them.
-    Options given here override the suite's (--generation-tokens, --timeout, ...).
-    Exits 1 when no case was scored, 3 when some cases ended unscored by a server or backend
-    failure (infra_error, after their retries: --resume reruns them), 130 after Ctrl-C,
-    SIGTERM or SIGHUP.
-
     Example: pos bench alfworld-mini --agents pos,raw --model local --workers 2
+
+    First the cases, the run folder and every model (one small call) are checked: a broken set-up is refused, never scored. Only success and failure are scored; other statuses are listed, and --resume reruns them. Options given here override the suite's.
+
+    Exit code: 1 when no case was scored, 3 when some cases ended unscored by a server or backend failure (--resume reruns them), 130 after Ctrl-C, SIGTERM or SIGHUP.
     """
     if list_suites:
         _list_suites()
@@ -246,7 +182,7 @@ class Placement:
             return f"Ray at {shown(self.ray_address or 'a cluster started here')}, {size}"
         local = any(wants_context_per_role(m) for s in specs for m in s.models().values())
         threads = (
-            f", {max(1, available_cores() // self.workers)} llama.cpp thread(s) each"
+            f", {threads_each(self.workers)} llama.cpp thread(s) each"
             if local and self.workers > 1
             else ""
         )

@@ -64,70 +64,30 @@ def model_options(
     return options
 
 
-BREAKPOINTS_HELP = (
-    "Send the prompts' explicit prompt-cache breakpoints (cache_control on the text part that "
-    "ends at each, at most 4 per request) to an OpenAI-compatible server, for servers that "
-    "cache only there: Anthropic models through a gateway such as OpenRouter, DashScope's "
-    "explicit cache. OpenAI, vLLM and llama.cpp cache prefixes automatically and need none. "
-    "Off (default): requests as always. Recorded in the run's settings."
-)
+BREAKPOINTS_HELP = "Send prompt-cache breakpoints (servers that cache only there)."
 CACHE_RULE_HELP = (
-    "Provider rule of the cached-token estimate for calls whose server reports no cache "
-    "counts: openai (default), anthropic, dashscope, dashscope-explicit, llamacpp, "
-    "llamacpp-ram, none. Recorded in each result; pos report names it."
+    "Rule of cached-token estimates: openai, anthropic, dashscope, dashscope-explicit, "
+    "llamacpp, llamacpp-ram, none."
 )
-TIMEOUT_HELP = (
-    "Deadline of one model request in seconds, the whole reply included (default 180); a server that does not answer in "
-    "time is retried, then the case ends as an unscored infra_error."
-)
-RETRIES_HELP = "Retries of a model request after a timeout, HTTP 429/5xx or a dropped connection."
-CASE_TIMEOUT_HELP = (
-    "Wall-clock limit per case in seconds (default: none). A case that reaches it is not scored "
-    "(infra_error): step budgets, not wall time, are the paper's budget."
-)
+TIMEOUT_HELP = "Deadline of one model request (default 180 s)."
+RETRIES_HELP = "Retries of a model request that timed out or failed (429, 5xx)."
+CASE_TIMEOUT_HELP = "Wall-clock limit per case (default: none); unscored when reached."
 
-GENERATION_HELP = (
-    "Generation tokens of every agent-side call (default: the paper's, App. D.1: 512 on "
-    "ALFWorld and other execution tasks, 4096 on LOCA-Bench, RCA and ClinDiag). Roles on the "
-    "compact profile keep its budgets."
-)
+GENERATION_HELP = "Generation tokens per agent-side call (default: the paper's)."
 PROFILE_HELP = (
-    f"Model profile for every role: {', '.join(PROFILE_NAMES)}. Default: compact (tight schema "
-    "bounds and budgets) for the embedded `local` model, standard (unbounded, the paper's "
-    "budgets) for every other model."
+    f"Model profile: {', '.join(PROFILE_NAMES)} (default: compact for `local`, else standard)."
 )
-BOUND_HELP = (
-    "Override one schema bound, KEY=VALUE (a positive integer or none); repeatable. Keys: "
-    "thought_chars, action_chars, tool_arg_chars, name_chars, text_chars, patch_ops, init_ops, "
-    "evidence_steps, gap_refs, issue_records, audit_issues, global_audit_issues."
-)
-CONTEXT_HELP = (
-    "Cut the oldest history of every history-based method (raw, acon, pace, hiagent) so that "
-    "its prompt and answer fit this many tokens (PoS conditions on its belief, not a "
-    "transcript; each cut traced and counted; recorded in the settings hash). Default: never cut, for "
-    "every method and model (the paper's policy): a prompt that does not fit the model's "
-    "window ends the case as a scored failure with reason context_overflow."
-)
-HEALTH_HELP = (
-    "Trap diagnosis of the PoS variants: paper (Eq. 5-6, the default) or improved (stays right "
-    "on large beliefs; see README 'Trap monitor')."
-)
+BOUND_HELP = "Override one schema bound, KEY=VALUE (e.g. patch_ops=20); repeatable."
+CONTEXT_HELP = "Cut history-based methods' oldest history to fit (default: never)."
+HEALTH_HELP = "Trap diagnosis of the PoS variants: paper (Eq. 5-6) or improved."
 ENV_MODEL_HELP = (
-    "The environment's own model roles (clindiag: provider and judge): SPEC for every role or "
-    "ROLE=SPEC, repeatable. Default: the offline options (retrieval, matcher). Example: "
-    "--env-model openai:gpt-4o-mini."
+    "The environment's own model roles (ClinDiag's provider and judge): SPEC or ROLE=SPEC; "
+    "repeatable. Default: offline."
 )
-EMBED_HELP = (
-    "PACE's relevance scorer: tfidf (offline lexical TF-IDF cosine, no key; the default), or an "
-    "OpenAI-compatible embeddings endpoint: openai:MODEL (OPENAI_API_KEY; OPENAI_BASE_URL for "
-    "another server) or dashscope:text-embedding-v4 (DASHSCOPE_API_KEY; the paper's). Each "
-    "result records which scorer ran."
-)
+EMBED_HELP = "PACE's relevance scorer: tfidf (offline), openai:MODEL or dashscope:MODEL."
 AGENT_HELP = (
-    "Method: raw (the whole trajectory), the paper's baselines acon (history compression), pace "
-    "(per-step granularity, glimpse), hiagent (subgoal-folded memory, retrieve) and lh_harness "
-    "(manager/executor/auditor rounds), pos and its ablations no_consistency, no_trapping, "
-    "generic_recovery; or expert (the environment's planner)."
+    "Method: pos, raw, the baselines acon, pace, hiagent, lh_harness, the ablations "
+    "no_consistency, no_trapping, generic_recovery, or expert."
 )
 LOCA_ROOT_HELP = "LOCA-Bench checkout (default: $POS_LOCA_ROOT, else `pos data get loca`'s)."
 

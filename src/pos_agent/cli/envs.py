@@ -39,6 +39,7 @@ _QUIT_WORDS = {"quit", "exit", "q"}
 
 
 SUMMARIZE_ABOVE = 40  # `pos envs` summarizes environments with more tasks than this
+WIDE = 110  # `pos envs` on a terminal narrower than this puts the split under the name
 
 
 @app.command("envs")
@@ -63,41 +64,37 @@ def envs_command(
     except EnvError as exc:
         console.print(Text(printable(exc), style="red"))
         raise typer.Exit(EXIT_SETUP_ERROR) from exc
-    table = Table(title="PoS environments", show_lines=False)
-    for column in ("Environment", "Split", "Task", "Category"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("Description", overflow="fold", min_width=30)
+    rows: list[tuple[str | Text, ...]] = []
     problems: list[str] = []
     for name in names:
         try:
             options = {"loca_root": loca_root} if name == "loca" and loca_root else {}
             specs = list_tasks(name, split, **options)
         except EnvError as exc:
-            table.add_row(name, split or "-", "-", "-", Text("unavailable (see below)", "yellow"))
+            rows.append((name, split or "-", "-", "-", Text("unavailable (see below)", "yellow")))
             problems.append(f"{name}: {exc}")
             continue
         if name == "loca" and env is not None:
             # 105 (task, length) pairs x 5 seeds: one row per task says it more compactly.
-            for row in _loca_rows(specs):
-                table.add_row(*row)
+            rows.extend(_loca_rows(specs))
             continue
         if env is None and len(specs) > SUMMARIZE_ABOVE:
             # ALFWorld's splits, ClinDiag and RCA hold hundreds of tasks: summarize unless asked.
             counts = Counter(spec.category for spec in specs)
             summary = ", ".join(f"{category} {n}" for category, n in sorted(counts.items()))
-            table.add_row(
-                name,
-                specs[0].split,
-                f"{len(specs)} tasks",
-                summary,
-                f"`pos envs {name}` lists them",
+            rows.append(
+                (name, specs[0].split, f"{len(specs)} tasks", summary, f"`pos envs {name}`")
             )
             continue
         for spec in specs:
             # Task ids and descriptions come from data files: shown as text, never as markup.
             cells = (spec.env, spec.split, spec.task_id, spec.category, spec.description)
-            table.add_row(*(Text(printable(cell)) for cell in cells))
+            rows.append(tuple(Text(printable(cell)) for cell in cells))
+    narrow = console.width < WIDE
+    table = _task_table(rows, narrow=narrow, one_env=env is not None)
     console.print(table)
+    if narrow and env is None:
+        console.print("`pos envs NAME` lists an environment's tasks with their descriptions.")
     for problem in problems:
         console.print(Text(printable(problem), style="yellow"))
     # Listing needs no extra, but running does: say which extra each environment still needs.
@@ -105,6 +102,37 @@ def envs_command(
         missing = env_entry(name).unavailable()
         if missing is not None:
             console.print(Text(f"Cannot run here: {printable(missing)}", style="yellow"))
+
+
+def _task_table(rows: list[tuple[str | Text, ...]], *, narrow: bool, one_env: bool) -> Table:
+    """The environments' tasks as a table. On a narrow terminal the split goes under the
+    environment's name and long cells wrap, so that no column is squeezed to nothing; the
+    listing of every environment then leaves the descriptions to `pos envs NAME`."""
+    described = one_env or not narrow
+    table = Table(title="PoS environments", show_lines=narrow and described)
+    table.add_column("Environment", no_wrap=not narrow, overflow="fold")
+    if not narrow:
+        table.add_column("Split", no_wrap=True)
+    table.add_column("Task", overflow="fold", min_width=10)
+    table.add_column("Category", overflow="fold", min_width=8)
+    if described:
+        table.add_column("Description", overflow="fold", min_width=20 if narrow else 30)
+    previous = None
+    for env, split, task, category, description in rows:
+        cells = [task, category, description] if described else [task, category]
+        if not narrow:
+            table.add_row(env, split, *cells)
+            continue
+        # The name and split once per environment (and split), on the first of its rows.
+        group = (str(env), str(split))
+        where = Text()
+        if group != previous:
+            where = env.copy() if isinstance(env, Text) else Text(env)
+            where.append("\n")
+            where.append(Text(str(split), style="dim"))
+        previous = group
+        table.add_row(where, *cells)
+    return table
 
 
 def _loca_rows(specs: list[Any]) -> list[tuple[str, str, str, str, str]]:

@@ -13,13 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
-from pos_agent.cli.bench import (
+from pos_agent.cli.bench import Placement
+from pos_agent.cli.bench_options import (
     ExecutorOption,
     InfraRetriesOption,
     MaxConcurrencyOption,
     ModelConcurrencyOption,
     ModelRpmOption,
-    Placement,
     PreflightOption,
     RayAddressOption,
     ResumeOption,

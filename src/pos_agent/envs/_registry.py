@@ -9,6 +9,7 @@ for some, its tasks listed), so importing `pos_agent.envs` never starts a JVM or
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -375,7 +376,12 @@ def canonical_env(env: str) -> str:
     key = env.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _ENTRIES:
-        raise EnvError(f"Unknown environment {env!r}; use one of {', '.join(ENV_NAMES)}.")
+        close = difflib.get_close_matches(key, [*ENV_NAMES, *_ALIASES], n=1)
+        hint = f"did you mean {_ALIASES.get(close[0], close[0])}? " if close else ""
+        raise EnvError(
+            f"Unknown environment {env!r}; {hint}use one of {', '.join(ENV_NAMES)} "
+            "(`pos envs` lists them)."
+        )
     return key
 
 

@@ -1,4 +1,4 @@
-"""Trace events (DESIGN §8): one pydantic model per kind, one schema for writer, viewer and report.
+"""Trace events (docs/trace.md): one pydantic model per kind, one schema for writer, viewer and report.
 
 Every line of `events.jsonl` is one event: the common fields `v` (trace version), `event` (the
 kind, the discriminator), `step` and `t` (seconds since the trace opened), then the fields of its

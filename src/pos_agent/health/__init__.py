@@ -1,4 +1,4 @@
-"""Belief health: the pure trapping math of DESIGN section 4 (Eq. 4-6) over plain sets."""
+"""Belief health: the pure trapping math of the paper (Eq. 4-6) over plain sets."""
 
 from pos_agent.health.assess import assess_window
 from pos_agent.health.distance import WorldKeys, jaccard_distance, world_distance

@@ -1,4 +1,4 @@
-"""Record-key sets of a world and the Jaccard distances between them (DESIGN section 4, Eq. 5b)."""
+"""Record-key sets of a world and the Jaccard distances between them (Eq. 5b of the paper)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _PROBE_FROM_SIZE = 512
 class WorldKeys:
     """The record keys of one (full or projected) world, one set per record kind.
 
-    Keys are the strings of DESIGN section 2 ("Record keys"); any iterable of strings is accepted
+    Keys are the strings `belief.keys` makes (one per record); any iterable of strings is accepted
     and stored as a frozenset.
     """
 

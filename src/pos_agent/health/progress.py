@@ -26,7 +26,7 @@ def diagnostic_progress(
 
     `before` and `after` map the keys of inferred states and relations to their confidences.
     The sum runs over the union of both sides: a record missing on one side has confidence 0
-    there, so a hypothesis that appears with 0.7 contributes 0.35 (total variation, DESIGN §4).
+    there, so a hypothesis that appears with 0.7 contributes 0.35 (total variation).
     Confidences are clipped to [0, 1]; NaN and non-numeric values count as missing (0). Never
     raises. d is compared with eps up to a 1e-9 slack, so float rounding cannot flip an exact tie.
     """

@@ -144,7 +144,7 @@ class HealthConfig:
 
     task: TaskKind = "execution"
     """Task family; breaks ties on the blocked gap kind ("diagnosis" -> epistemic). The
-    spelling "diagnostic" (DESIGN §4) is accepted and read as "diagnosis"."""
+    spelling "diagnostic" (the paper's) is accepted and read as "diagnosis"."""
 
     diagnosis: Diagnosis = "paper"
     """"paper": Eq. 5-6 as published; "improved": the diagnosis of `health.improved`, which
@@ -171,7 +171,7 @@ class HealthConfig:
         for name in ("eps_w", "eps_diag", "theta_h", "theta_r"):
             _check_unit_interval(name, getattr(self, name))
         if self.task == "diagnostic":
-            object.__setattr__(self, "task", "diagnosis")  # DESIGN §4's spelling
+            object.__setattr__(self, "task", "diagnosis")  # the paper's spelling
         if self.task not in TASK_KINDS:
             raise ValueError(
                 f"HealthConfig.task must be 'execution' or 'diagnosis', got {self.task!r}"
@@ -346,7 +346,7 @@ def _pair_key(x: int, y: int) -> tuple[int, int]:
 
 def _recurs(closeness: _Closeness, window: Sequence[WindowStep], i: int, j: int) -> bool:
     """The focus worlds of steps i and j are the same world: within eps_W and not empty. Two
-    empty projections say nothing about the agent revisiting a state (DESIGN §2)."""
+    empty projections say nothing about the agent revisiting a state."""
     if window[i].focus.empty or window[j].focus.empty:
         return False
     return closeness.close(i, j)

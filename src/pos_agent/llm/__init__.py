@@ -1,6 +1,6 @@
 """The model layer: one small protocol over the embedded local model, OpenAI-compatible servers
 and a scripted test model, with structured output, retries, repairs, a response cache and token
-accounting (DESIGN.md section 5).
+accounting (docs/models.md).
 
     model = load_model("local")                       # or "openai:gpt-4o-mini", "scripted", ...
     answer = model.complete([Message("user", "...")], schema=Action, max_tokens=256)

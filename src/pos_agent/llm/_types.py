@@ -23,7 +23,7 @@ StructuredMode = Literal[
 ]
 STRUCTURED_MODES: tuple[StructuredMode, ...] = get_args(StructuredMode)
 
-# Who asked for a model call, for token accounting (DESIGN.md section 5 and Table 2 of the paper):
+# Who asked for a model call, for token accounting (Table 2 of the paper):
 # the PoS roles, the diagnosis environments' own roles, and the internal roles of the paper's
 # context-management baselines.
 POS_ROLES: tuple[str, ...] = ("policy", "belief", "sentinel")

@@ -2,7 +2,7 @@
 
 Three sources, in decreasing fidelity:
 
-- a PoS `Belief`: its record keys and its projection onto the active gap (DESIGN §2);
+- a PoS `Belief`: its record keys and its projection onto the active gap;
 - `Facts`: plain fact strings such as `in(carrot, fridge)`. A fact with one argument is a state
   of that entity, with two or more a relation; its arguments are entities. Goal facts that do
   not hold are the achievement gaps, open questions the epistemic ones;

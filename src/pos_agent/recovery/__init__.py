@@ -1,4 +1,4 @@
-"""Trapping recovery (DESIGN §4, Eq. 7): the constraint the policy gets while the belief is
+"""Trapping recovery (Eq. 7 of the paper): the constraint the policy gets while the belief is
 trapped, composed from the health report, the recent no-progress transitions and the belief.
 
     from pos_agent.recovery import compose_recovery, should_release

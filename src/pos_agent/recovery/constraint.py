@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pos_agent.belief.keys import project
 from pos_agent.belief.model import Belief, id_order
+from pos_agent.belief.quality import unreadable
 from pos_agent.health.distance import WorldKeys, world_distance
 from pos_agent.health.window import GapKind, HealthConfig, HealthReport, TrapPattern
 from pos_agent.transition import Transition
@@ -91,7 +92,13 @@ def compose_recovery(
     `current_state` is the full world now; static recovery forbids the no-progress actions
     taken in a state within `eps_w` of it, the same test static detection uses."""
     gap = belief.active_gap
-    gap_label = f'{gap.id} "{gap.text}"' if gap else "the goal"
+    # Text that says nothing (a tiny model's "1.1.1.1...") is never quoted back to the policy.
+    if gap is None:
+        gap_label = "the goal"
+    elif unreadable(gap.text):
+        gap_label = f"{gap.id} (the belief gives it no readable text; work towards the goal)"
+    else:
+        gap_label = f'{gap.id} "{gap.text}"'
     forbidden = _forbidden(report, transitions, current_state, eps_w)
     instructions: list[str] = []
     if report.pattern == "static":
@@ -116,7 +123,9 @@ def compose_recovery(
     else:
         instructions.append(GENERIC_LINE)
     if report.blocked == "epistemic":
-        hypotheses = "; ".join(g.text for g in belief.open_gaps if g.kind == "epistemic")
+        hypotheses = "; ".join(
+            g.text for g in belief.open_gaps if g.kind == "epistemic" and not unreadable(g.text)
+        )
         instructions.append(
             "Your next actions must acquire evidence that discriminates between the open "
             f"hypotheses ({hypotheses})."
@@ -129,7 +138,9 @@ def compose_recovery(
         )
     if gap is not None:
         instructions.append(f"Keep working on the active gap {gap.id} until it is resolved.")
-    entities = sorted(project(belief, belief.active_gap_id).entities, key=id_order)[:MAX_ENTITIES]
+    named = (i for i in project(belief, belief.active_gap_id).entities if i in belief.entities)
+    readable = [i for i in named if not unreadable(belief.entities[i].name)]
+    entities = sorted(readable, key=id_order)[:MAX_ENTITIES]
     recent = tuple(t for t in transitions if t.progress == 0)[-max_recent:]
     return RecoveryConstraint(
         pattern=report.pattern,

@@ -112,7 +112,7 @@ class AuditClips:
     audit_observation_chars: int | None = None
     """Each observation in the local audit's and the progress judge's transitions."""
     global_observation_chars: int | None = 400
-    """Each observation in the global audit's compact trajectory (DESIGN §3: "a compact
+    """Each observation in the global audit's compact trajectory (the paper: "a compact
     trajectory"; the paper gives no length, 400 characters is our choice)."""
     evidence_chars: int | None = None
     """Each cited observation shown to the belief model with the findings."""

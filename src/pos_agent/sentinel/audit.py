@@ -1,4 +1,4 @@
-"""The Belief Sentinel's LLM side (DESIGN §3.2-3.3): the local audit of each candidate belief
+"""The Belief Sentinel's LLM side (docs/concepts/sentinel.md): the local audit of each candidate belief
 (with the execution progress label), the progress judge of the no_consistency ablation, the
 periodic global audit, and the support check that drops issues whose evidence does not exist.
 
@@ -229,7 +229,7 @@ class Sentinel:
         return issues
 
     def supported(self, issues: Sequence[AuditIssue], belief: Belief) -> list[AuditIssue]:
-        """Drop audit issues whose cited evidence does not exist (DESIGN §3.3)."""
+        """Drop audit issues whose cited evidence does not exist."""
         kept = []
         for issue in issues:
             if issue.evidence_step is not None:

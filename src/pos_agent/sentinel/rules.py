@@ -1,4 +1,4 @@
-"""Belief Sentinel rules (DESIGN §3.1): deterministic checks, no LLM, run on every step.
+"""Belief Sentinel rules (docs/concepts/sentinel.md): deterministic checks, no LLM, run on every step.
 
 Each rule is a pure function of the candidate belief, the observations by step and, for the
 in-patch conflict, the raw patch. Findings carry the record ids, the rule name and a reason in
@@ -7,7 +7,7 @@ words the belief model can act on during revision.
 The rules stay sound: they fire only where the words leave no doubt. A value is read as a polar
 state (open/closed, hot/cold, ...) only when it is that one word, with at most a filler such as
 "is" or "now"; "needs to be heated", "plan: open it" or "wash until clean" are plans, not states,
-and never conflict with one. Evidential support (DESIGN §3.2) is checked the same way: a polar
+and never conflict with one. Evidential support is checked the same way: a polar
 value recorded as observed needs a cited observation that speaks of that property at all, and an
 observed relation one that names at least one of its ends.
 """

@@ -1,7 +1,7 @@
 """Loop detectors of widely used agents, written from their current documented rules.
 
 Nothing here is copied from those projects; each class implements the rules as their
-documentation describes them (see `../shared/TRAPS.md`, "as of late 2026"). Rules that need
+documentation describes them (as of late 2026; docs/trapbench.md names the sources). Rules that need
 signals a replayed trajectory does not have (context condensations, an LLM judge, streamed
 model text between tool calls) are left out and named in each docstring.
 

@@ -1,6 +1,6 @@
 """Generating the corpus's TextWorld games, offline, exactly as `tw-make` would.
 
-Two families (the settings of the comparable study, `../shared/TRAPS.md`):
+Two families (the settings of the comparable loop-detection study docs/trapbench.md cites):
 
 - `tw-cooking`: recipe 2, take 2, go 6, open, cook, cut;
 - `custom`: world size 8, 12 objects, quest length 10.

@@ -1,6 +1,6 @@
 """Scoring a detector's alarms against labelled trajectories (pure functions).
 
-Definitions (as in the comparable study of `../shared/TRAPS.md`):
+Definitions (as in the comparable loop-detection study docs/trapbench.md cites):
 
 - A **trap segment** is detected when an alarm *starts* (is on at a step whose previous step
   had none) inside it or within `grace` steps after it. Its **delay** is the step of that first

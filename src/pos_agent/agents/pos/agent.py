@@ -1,6 +1,6 @@
 """The PoS agent: every decision is conditioned on a validated belief, not on a transcript.
 
-One episode (DESIGN §1, Algorithm 1 of the paper):
+One episode (Algorithm 1 of the paper):
 
     B0 <- initialize(goal, o0)                                   belief model
     for t in 0..T-1:

@@ -1,6 +1,6 @@
 """The belief side of the PoS loop: B0 from the first observation, and each transition's
 update, validated by the sentinel (rules, LLM audit, one revision, else keep B_t), with its
-progress label u_t+1 (DESIGN §2-3)."""
+progress label u_t+1 (docs/concepts/belief.md, docs/concepts/sentinel.md)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ class BeliefSteps:
     ) -> Update:
         """Rules, then the LLM audit; one revision (the belief model gets its patch, the
         findings and the evidence, and may answer an audit finding with evidence instead of
-        complying); one re-check; else keep the previous belief (DESIGN §3.3)."""
+        complying); one re-check; else keep the previous belief."""
         sentinel = state.sentinel
         verdict = sentinel.check(candidate, ops, step, gap, before=base, judge=judge)
         if not verdict.findings:

@@ -56,7 +56,7 @@ def worker_options(config: BenchConfig) -> dict[str, Any]:
     threads are split between them (one per core in total), unless threads were set."""
     options = dict(config.model_options)
     if config.workers > 1 and options.get("n_threads") is None:
-        options["n_threads"] = max(1, available_cores() // config.workers)
+        options["n_threads"] = threads_each(config.workers)
     return options
 
 
@@ -65,6 +65,26 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def threads_each(workers: int = 1, *, busy: float = 0.0) -> int:
+    """llama.cpp threads for each of `workers` processes: the cores this process may use, less
+    the `busy` ones other work keeps running (`busy_cores()`), split evenly; at least one.
+
+    llama.cpp's threads wait for each other at every layer, so one thread more than there are
+    free cores makes each model call many times slower, never faster.
+    """
+    free = max(1, round(available_cores() - max(0.0, busy)))
+    return max(1, free // max(1, workers))
+
+
+def busy_cores() -> float:
+    """How many cores other work keeps busy: the one-minute load average (0 where the system
+    does not report it). Read before this process starts its own work."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
 
 
 def _settle(

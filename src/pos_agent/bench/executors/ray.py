@@ -28,7 +28,7 @@ case's environment set-up and its processes are its own, closed when the case en
   Environment processes are grandchildren of a Ray worker, which Ray does not kill by itself;
   the raylet cleans them up when it runs with `RAY_kill_child_processes_on_worker_exit_with_
   raylet_subreaper=true` (and `RAY_process_group_cleanup_enabled=true`): a Ray started for the
-  run gets both, a cluster started with `ray start` must set them (README), and the driver
+  run gets both, a cluster started with `ray start` must set them (docs/benchmarks/scaling.md), and the driver
   warns about a node whose raylet runs without them.
 - `--model-concurrency` and `--model-rpm` are enforced by one actor for the whole cluster
   (llm/_ratelimit.py), which also pauses every request to a model after its 429's Retry-After.

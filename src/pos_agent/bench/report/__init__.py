@@ -1,4 +1,4 @@
-"""The paper's tables and figures from run records (DESIGN §7), methods side by side.
+"""The paper's tables and figures from run records (docs/reports.md), methods side by side.
 
     load_runs(dirs) -> LoadedRuns       results, unfinished and missing cases (I/O)   load.py
     aggregate(cases) -> ReportData      one MethodStats per method (pure)             stats.py

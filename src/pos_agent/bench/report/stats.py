@@ -1,6 +1,6 @@
 """Aggregation: one `MethodStats` per method, built from results (pure, no I/O).
 
-Scoring follows DESIGN §6 and the one list of scored statuses in `pos_agent.trace`: success and
+Scoring follows docs/reports.md ("What counts") and the one list of scored statuses in `pos_agent.trace`: success and
 failure (budget exhaustion included) are scored; set-up, harness and infrastructure errors and
 interrupted cases are not (they are listed as problems, and `pos bench --resume` reruns them).
 

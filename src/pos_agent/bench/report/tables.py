@@ -107,7 +107,7 @@ def outcomes_table(data: ReportData) -> Table:
         ],
         rows,
         "Success rate = successes / scored episodes (success and failure; budget exhaustion is "
-        f"a failure). Not scored: {unscored} (DESIGN §6). Context overflow: failures whose "
+        f"a failure). Not scored: {unscored}. Context overflow: failures whose "
         "prompt did not fit the model's window, scored as failures for every method alike.",
     )
 

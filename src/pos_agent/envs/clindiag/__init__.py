@@ -1,4 +1,4 @@
-"""ClinDiag: interactive clinical diagnosis from case records (DESIGN.md section 6).
+"""ClinDiag: interactive clinical diagnosis from case records (docs/environments.md).
 
 The doctor agent sees only the initial presentation. Each tool call asks one question of one
 record section (history, physical examination, laboratory, radiographic or other tests); a

@@ -35,7 +35,7 @@ from pos_agent.envs.loca.tool_access import with_access
 
 # Paper App. C / Table 6: 100 MCP tool calls per case (LOCA's own runner defaults to 500).
 DEFAULT_MAX_TOOL_CALLS = 100
-# Generation at 256K took more than 18 minutes on a 2-core machine (../shared/LOCA.md).
+# Generation at 256K took more than 18 minutes on a 2-core machine (docs/benchmarks/loca.md).
 SETUP_TIMEOUT = 3600.0
 # LOCA's MCPTool: 120 s per attempt, 3 attempts.
 CALL_TIMEOUT = 420.0

@@ -1,4 +1,4 @@
-"""Microservice root-cause analysis over RCA100-layout case folders (DESIGN.md section 6).
+"""Microservice root-cause analysis over RCA100-layout case folders (docs/environments.md).
 
 A data folder holds `cases/<case_id>/` (task.json, topology.json, metrics/logs/traces/alerts
 parquet), `answers/<case_id>.json` and usually `index.jsonl`. The environment reads only its

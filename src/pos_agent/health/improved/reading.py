@@ -352,7 +352,7 @@ class TransitionReader:
         if cycles(repeats) and novel == 0:
             return "cycle"
         if nonempty(step.focus) and same_world(step.focus, previous.focus, tolerance):
-            # An empty projection says nothing about what the change touched (DESIGN §2).
+            # An empty projection says nothing about what the change touched.
             return "drift"
         if novel == 0 and call_returns(steps, i):
             # The call of 2..5 steps ago again, every call since then one made before and

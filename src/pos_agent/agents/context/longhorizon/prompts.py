@@ -1,6 +1,6 @@
 """The LongHorizon-Harness role prompts, in our own words, carrying every rule of upstream's
-`role_prompts.py` / `prompt_texts.py` (v0.1.7) that applies here (the README lists them side by
-side; upstream's GUI/CLI routing, human `ask` route and screenshot rules have no counterpart in
+`role_prompts.py` / `prompt_texts.py` (v0.1.7) that applies here (docs/benchmarks/baselines.md lists them side
+by side; upstream's GUI/CLI routing, human `ask` route and screenshot rules have no counterpart in
 these benchmarks).
 
 Every role starts from a fresh context. The manager sees the task, the task state and contract it
@@ -21,7 +21,7 @@ from pos_agent.transition import Transition, render_transitions
 
 # Rules every role shares: what the task contract is and what counts as the task being done.
 # Our words for upstream's task-contract rules and final-state guard (`prompt_texts.py`); the
-# README lists upstream's rules next to these.
+# baselines page of the docs lists upstream's rules next to these.
 CONTRACT_RULES = """How the task contract works:
 - The contract is the fixed reference of what the finished task looks like, carried from round to
   round. It is not a plan of steps, and it must never swap the task for an easier stand-in.

@@ -36,7 +36,7 @@ _HERE = Path(__file__).resolve().parent
 REQUIREMENTS = _HERE / "requirements.txt"
 NPM_PACKAGE = _HERE / "npm" / "package.json"
 NPM_LOCK = _HERE / "npm" / "package-lock.json"
-# Declares Python >= 3.12 but runs on 3.11 (../shared/LOCA.md): installed without its metadata
+# Declares Python >= 3.12 but runs on 3.11 (its code needs nothing newer): installed without its metadata
 # checks; its one missing import (PyPDF2) is in requirements.txt.
 PDF_TOOLS = "pdf-tools-mcp==0.1.4"
 # Bump when the layout or the build steps change, so old runtimes are rebuilt.

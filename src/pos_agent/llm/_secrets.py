@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from pos_agent.redaction import REDACTED, redact_text
+
 logger = logging.getLogger(__name__)
 
-REDACTED = "[redacted]"
 # Shorter strings are too likely to occur by chance to be worth scrubbing (and are not keys).
 _MIN_SECRET_LENGTH = 6
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
@@ -55,14 +55,10 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in found if s))
 
 
-# Anything that looks like a bearer token or API key, whoever's it is.
-_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
-
-
 def mask_key_like(text: str) -> str:
-    """`text` with every key-like string (sk-..., Bearer ...) masked: for records written to
-    files, where a key the process does not know must not land either."""
-    return _KEY_LIKE.sub(REDACTED, text)
+    """`text` with every key-like string masked (`pos_agent.redaction`): for records written
+    to files, where a key the process does not know must not land either."""
+    return redact_text(text)
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -18,10 +19,11 @@ import httpx
 from pos_agent.events import DegradedEvent, Event
 from pos_agent.monitor import Advice, canonical_action
 from pos_agent.serve.config import GOAL_CHARS, NOTE_PREFIX, ServeConfig
+from pos_agent.serve.limits import forward_path
 from pos_agent.serve.parsers import Step, StepParser, message_text, parse_history
 from pos_agent.serve.policy import Refusal, Verdict
 from pos_agent.serve.sessions import SESSION_HEADER, Note, Session, SessionStore, session_id
-from pos_agent.serve.traces import SessionTrace, step_events
+from pos_agent.serve.traces import SessionTrace, step_events, withheld
 
 __all__ = ["HOP_HEADERS", "Proxy"]
 
@@ -94,6 +96,7 @@ class Proxy:
     def _new_session(self, goal: str, model: str | None) -> Callable[[str], Session]:
         def new(key: str) -> Session:
             session = Session(key, self.config.new_monitor(goal))
+            session.notes = deque(maxlen=self.config.max_notes)
             if self.config.trace_dir is not None:
                 session.trace = SessionTrace(self.config.trace_dir / key)
                 session.trace.start(key, self.config.upstream, self._settings(), model)
@@ -113,6 +116,7 @@ class Proxy:
             "belief_model": self.config.belief_model,
             "polling_tools": dict(self.config.polling_tools),
             "exempt_tools": list(self.config.exempt_tools),
+            "trace_outputs": self.config.trace_outputs,
             **self.config.settings,
         }
 
@@ -194,7 +198,8 @@ class Proxy:
             session.steps += 1
             session.last_step_key = _step_key(step)
             session.last_end, session.last_end_message = step.end, messages[step.end]
-            events += step_events(action, step.observation, observed)
+            shown = step.observation if self.config.trace_outputs else withheld(step.observation)
+            events += step_events(action, shown, observed)
             text = observed.advice.text
             if self.config.policy != "observe" and text:
                 label = "Stop now." if observed.advice.kind == "stop" else "Note:"
@@ -275,9 +280,16 @@ class Proxy:
 
     # -- forwarding --------------------------------------------------------------------------------
 
-    def upstream_url(self, path: str, query: str) -> str:
+    def upstream_url(self, raw_path: bytes, query: bytes | str) -> str | None:
+        """The upstream URL of a request's path (as the client encoded it) and query: `/v1/X`
+        goes to `<upstream>/X`, any other path to `<upstream><path>`. None for a path that could
+        leave the upstream's base (`forward_path`)."""
+        path = forward_path(raw_path.partition(b"?")[0])
+        if path is None:
+            return None
         rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
         url = f"{self.config.upstream}{rest}"
+        query = query.decode("latin-1") if isinstance(query, bytes) else query
         return f"{url}?{query}" if query else url
 
     @staticmethod

@@ -6,8 +6,12 @@ everything else passed through to the upstream unchanged.
     POST /v1/messages           (nudge) or a forbidden repeated call is answered with a refusal
                                 (block), each in the API's own shape (apis.py); streaming is
                                 passed through chunk by chunk
-    GET  /pos/sessions          the sessions the proxy keeps, with their verdicts
+    GET  /pos/sessions          the sessions the proxy keeps, with their verdicts (needs the
+                                proxy's token: `Authorization: Bearer TOKEN`)
     anything else               passed through to the upstream unchanged
+
+Before any of it: a body past `max_body_bytes` is answered 413 without being read whole, and a
+path that could leave the upstream's base path (`..`, raw or encoded) 400 (limits.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from pos_agent.monitor import TrapMonitor
 from pos_agent.serve.apis import Api, ChatApi, History
+from pos_agent.serve.limits import BodyTooLarge, error_response, has_token, read_body
 from pos_agent.serve.messages_api import MessagesApi
 from pos_agent.serve.policy import Judge, Verdict
 from pos_agent.serve.proxy import HOP_HEADERS, Proxy
@@ -37,14 +42,7 @@ __all__ = ["Routes"]
 log = logging.getLogger("pos_agent.serve")
 
 
-def _error(
-    status: int, kind: str, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}},
-        status_code=status,
-        headers=headers,
-    )
+_error = error_response
 
 
 def _relayed(upstream: httpx.Response, *, decoded: bool) -> dict[str, str]:
@@ -83,10 +81,38 @@ class Routes:
                 f"PoS proxy: the upstream at {self.config.upstream} is unreachable ({reason})",
             )
 
-    async def passthrough(self, request: Request) -> Response:
+    async def body(self, request: Request) -> bytes | JSONResponse:
+        """The request's body, or the 413 to answer when it is past the limit (the connection
+        is closed then: the rest of the body is never read)."""
+        try:
+            return await read_body(request, self.config.max_body_bytes)
+        except BodyTooLarge as error:
+            log.warning("refused a request body past %d bytes", error.limit)
+            return _error(413, "request_too_large", str(error), {"connection": "close"})
+
+    def url(self, request: Request) -> str | JSONResponse:
+        """The upstream URL of the request, or the 400 to answer when its path could leave the
+        upstream's base path."""
+        raw = request.scope.get("raw_path") or request.scope["path"].encode("utf-8")
+        url = self.proxy.upstream_url(raw, request.scope.get("query_string", b""))
+        if url is None:
+            return _error(
+                400,
+                "invalid_path",
+                "PoS proxy: the path holds a dot segment or an encoded slash; it is not forwarded",
+            )
+        return url
+
+    async def passthrough(self, request: Request, body: bytes | None = None) -> Response:
         proxy = self.proxy
-        body = await request.body()
-        url = proxy.upstream_url(request.url.path, request.url.query)
+        url = self.url(request)
+        if isinstance(url, JSONResponse):
+            return url
+        if body is None:
+            read = await self.body(request)
+            if isinstance(read, JSONResponse):
+                return read
+            body = read
         answer = await self.send(request.method, url, proxy.forward_headers(request.headers), body)
         if isinstance(answer, JSONResponse):
             return answer
@@ -111,7 +137,13 @@ class Routes:
         """A request of one of the judged APIs: its history through the monitor, the policy
         applied in the API's own shape, the verdict in the headers."""
         proxy = self.proxy
-        body = await request.body()
+        url = self.url(request)
+        if isinstance(url, JSONResponse):
+            return url
+        read = await self.body(request)
+        if isinstance(read, JSONResponse):
+            return read
+        body = read
         # The proxy's own time: from the whole request in hand to forwarding it, and from the
         # upstream's whole answer to sending it back (no await in between: no other request's
         # work is counted). It goes back in `Server-Timing`.
@@ -122,14 +154,13 @@ class Routes:
             payload = None
         history = api.history(payload) if isinstance(payload, dict) else None
         if history is None or not isinstance(payload, dict):
-            return await self.passthrough(request)
+            return await self.passthrough(request, body)
         verdict = await proxy.verdict(request.headers, history.messages, payload.get("model"))
         session = proxy.store.peek(verdict.session)
         rewritten = self._with_policy(api, payload, history, verdict)
         if rewritten is not None:
             payload = rewritten
             body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        url = proxy.upstream_url(request.url.path, request.url.query)
         before = time.perf_counter() - started
         cpu_before = time.thread_time() - cpu_started
         answer = await self.send("POST", url, proxy.forward_headers(request.headers), body)
@@ -237,6 +268,14 @@ class Routes:
 
     async def sessions(self, request: Request) -> Response:
         proxy, config = self.proxy, self.config
+        if not has_token(request, config.pos_token):
+            return _error(
+                401,
+                "unauthorized",
+                "PoS proxy: /pos endpoints need the token `pos serve` printed at start "
+                "(send `Authorization: Bearer TOKEN` or `X-PoS-Token: TOKEN`)",
+                {"www-authenticate": "Bearer"},
+            )
         now = time.monotonic()
         proxy.store.expire(now)
         return JSONResponse(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections import deque
@@ -46,6 +47,11 @@ HOP_HEADERS = frozenset(
 )
 
 
+POOLS = 8
+MAX_CONNECTIONS = 256
+KEEPALIVE_CONNECTIONS = 128
+
+
 class Proxy:
     """The proxy's state: the upstream client, the sessions, the belief model."""
 
@@ -54,17 +60,34 @@ class Proxy:
         self.store = SessionStore(
             max_sessions=config.max_sessions, ttl_s=config.ttl_s, on_evict=self._closed
         )
-        self.client: httpx.AsyncClient | None = None
+        self.clients: list[httpx.AsyncClient] = []
+        self._turn = itertools.count()
         self.belief_model: Any = None
         self._belief_pool: ThreadPoolExecutor | None = None
         self.started = time.monotonic()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The upstream client for the next request (the pools take turns)."""
+        if not self.clients:
+            raise RuntimeError("the proxy has not started (use it inside the app's lifespan)")
+        return self.clients[next(self._turn) % len(self.clients)]
+
     async def start(self) -> None:
         timeout = httpx.Timeout(self.config.timeout_s, connect=10.0)
-        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-        self.client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        # Several small connection pools rather than one large one: httpcore looks at every
+        # connection of a pool on each request (a poll() each), so one pool of 64 busy
+        # connections costs about 1 ms of CPU a request; eight pools of 8, an eighth of it.
+        limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS // POOLS,
+            max_keepalive_connections=KEEPALIVE_CONNECTIONS // POOLS,
+        )
+        self.clients = [
+            httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+            for _ in range(POOLS)
+        ]
         if self.config.belief_model is not None:
             factory = self.config.belief_model_factory
             if factory is None:
@@ -79,8 +102,8 @@ class Proxy:
 
     async def stop(self) -> None:
         self.store.close()
-        if self.client is not None:
-            await self.client.aclose()
+        for client in self.clients:
+            await client.aclose()
         if self._belief_pool is not None:
             self._belief_pool.shutdown(wait=False, cancel_futures=True)
 

@@ -67,7 +67,6 @@ class Routes:
     ) -> httpx.Response | JSONResponse:
         """The upstream's answer (its body still to read), or the error the client gets."""
         client = self.proxy.client
-        assert client is not None
         request = client.build_request(method, url, headers=headers, content=body)
         try:
             return await client.send(request, stream=True)

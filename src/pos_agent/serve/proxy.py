@@ -85,8 +85,7 @@ class Proxy:
             max_keepalive_connections=KEEPALIVE_CONNECTIONS // POOLS,
         )
         self.clients = [
-            httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
-            for _ in range(POOLS)
+            httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) for _ in range(POOLS)
         ]
         if self.config.belief_model is not None:
             factory = self.config.belief_model_factory

@@ -114,7 +114,8 @@ async def _post(client: Any, url: str, body: bytes, session: str) -> tuple[float
     started = time.perf_counter()
     answer = await client.post(f"{url}/v1/chat/completions", content=body, headers=headers)
     spent = time.perf_counter() - started
-    answer.raise_for_status()
+    if answer.status_code != 200:
+        raise SystemExit(f"serve: the proxy answered {answer.status_code}: {answer.text[:300]}")
     return spent, answer
 
 

@@ -50,6 +50,7 @@ HOP_HEADERS = frozenset(
 POOLS = 8
 MAX_CONNECTIONS = 256
 KEEPALIVE_CONNECTIONS = 128
+KEEPALIVE_S = 4.0
 
 
 class Proxy:
@@ -83,6 +84,9 @@ class Proxy:
         limits = httpx.Limits(
             max_connections=MAX_CONNECTIONS // POOLS,
             max_keepalive_connections=KEEPALIVE_CONNECTIONS // POOLS,
+            # Below the 5 s after which uvicorn (vLLM's server among others) closes an idle
+            # connection: the proxy drops it first.
+            keepalive_expiry=KEEPALIVE_S,
         )
         self.clients = [
             httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) for _ in range(POOLS)

@@ -43,6 +43,8 @@ log = logging.getLogger("pos_agent.serve")
 
 
 _error = error_response
+STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""Errors of a request that got no answer at all on a connection that was kept alive."""
 
 
 def _relayed(upstream: httpx.Response, *, decoded: bool) -> dict[str, str]:
@@ -69,7 +71,14 @@ class Routes:
         client = self.proxy.client
         request = client.build_request(method, url, headers=headers, content=body)
         try:
-            return await client.send(request, stream=True)
+            try:
+                return await client.send(request, stream=True)
+            except STALE_CONNECTION:
+                # A kept-alive connection the upstream closed as the request went out (its
+                # keep-alive timeout): no answer came, so the request goes once more, on a new
+                # connection.
+                log.info("the upstream closed a kept-alive connection; request sent again")
+                return await client.send(request, stream=True)
         except httpx.TimeoutException as error:
             return _error(504, "upstream_timeout", f"PoS proxy: the upstream timed out ({error})")
         except httpx.HTTPError as error:

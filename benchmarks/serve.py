@@ -149,7 +149,7 @@ async def round_trips(
     import httpx
 
     size = 2 * args.sessions + 8
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size, keepalive_expiry=4)
     async with httpx.AsyncClient(timeout=120, limits=limits, trust_env=False) as client:
         warm = Trips()
         await asyncio.gather(
@@ -240,7 +240,7 @@ async def churn(proxy: str, pid: int, requests: int, sessions: int) -> None:
     marks = {len(jobs) * q // 4 for q in (1, 2, 3, 4)}
     rss = [rss_mb(pid)]
     queue = iter(enumerate(jobs, 1))
-    limits = httpx.Limits(max_connections=72, max_keepalive_connections=72)
+    limits = httpx.Limits(max_connections=72, max_keepalive_connections=72, keepalive_expiry=4)
     started = time.perf_counter()
     async with httpx.AsyncClient(timeout=120, limits=limits, trust_env=False) as client:
 

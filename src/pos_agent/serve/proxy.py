@@ -61,23 +61,17 @@ class Proxy:
         self.store = SessionStore(
             max_sessions=config.max_sessions, ttl_s=config.ttl_s, on_evict=self._closed
         )
-        self.clients: list[httpx.AsyncClient] = []
+        self.pools: list[httpx.AsyncHTTPTransport] = []
         self._turn = itertools.count()
+        self._timeout: dict[str, float | None] = {}
         self.belief_model: Any = None
         self._belief_pool: ThreadPoolExecutor | None = None
         self.started = time.monotonic()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """The upstream client for the next request (the pools take turns)."""
-        if not self.clients:
-            raise RuntimeError("the proxy has not started (use it inside the app's lifespan)")
-        return self.clients[next(self._turn) % len(self.clients)]
-
     async def start(self) -> None:
-        timeout = httpx.Timeout(self.config.timeout_s, connect=10.0)
+        self._timeout = httpx.Timeout(self.config.timeout_s, connect=10.0).as_dict()
         # Several small connection pools rather than one large one: httpcore looks at every
         # connection of a pool on each request (a poll() each), so one pool of 64 busy
         # connections costs about 1 ms of CPU a request; eight pools of 8, an eighth of it.
@@ -88,8 +82,8 @@ class Proxy:
             # connection: the proxy drops it first.
             keepalive_expiry=KEEPALIVE_S,
         )
-        self.clients = [
-            httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) for _ in range(POOLS)
+        self.pools = [
+            httpx.AsyncHTTPTransport(limits=limits, trust_env=False) for _ in range(POOLS)
         ]
         if self.config.belief_model is not None:
             factory = self.config.belief_model_factory
@@ -105,8 +99,8 @@ class Proxy:
 
     async def stop(self) -> None:
         self.store.close()
-        for client in self.clients:
-            await client.aclose()
+        for pool in self.pools:
+            await pool.aclose()
         if self._belief_pool is not None:
             self._belief_pool.shutdown(wait=False, cancel_futures=True)
 
@@ -305,6 +299,21 @@ class Proxy:
             )
 
     # -- forwarding --------------------------------------------------------------------------------
+
+    async def send(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> httpx.Response:
+        """Send a request upstream; the answer's body is still to read (or close). Straight to
+        a connection pool (the pools take turns), not through an `httpx.AsyncClient`: a
+        client's cookie jar would carry one agent's cookies to every other, and its auth,
+        redirect and cookie steps cost CPU a proxy has no use for."""
+        if not self.pools:
+            raise RuntimeError("the proxy has not started (use it inside the app's lifespan)")
+        request = httpx.Request(
+            method, url, headers=headers, content=body, extensions={"timeout": self._timeout}
+        )
+        pool = self.pools[next(self._turn) % len(self.pools)]
+        return await pool.handle_async_request(request)
 
     def upstream_url(self, raw_path: bytes, query: bytes | str) -> str | None:
         """The upstream URL of a request's path (as the client encoded it) and query: `/v1/X`

@@ -68,17 +68,16 @@ class Routes:
         self, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> httpx.Response | JSONResponse:
         """The upstream's answer (its body still to read), or the error the client gets."""
-        client = self.proxy.client
-        request = client.build_request(method, url, headers=headers, content=body)
+        proxy = self.proxy
         try:
             try:
-                return await client.send(request, stream=True)
+                return await proxy.send(method, url, headers, body)
             except STALE_CONNECTION:
                 # A kept-alive connection the upstream closed as the request went out (its
                 # keep-alive timeout): no answer came, so the request goes once more, on a new
                 # connection.
                 log.info("the upstream closed a kept-alive connection; request sent again")
-                return await client.send(request, stream=True)
+                return await proxy.send(method, url, headers, body)
         except httpx.TimeoutException as error:
             return _error(504, "upstream_timeout", f"PoS proxy: the upstream timed out ({error})")
         except httpx.HTTPError as error:

@@ -15,7 +15,7 @@ the proxy in front of it each run in a process of their own, served by uvicorn o
    proxy adds (the difference of the percentiles, and the percentiles of the per-request
    differences), the proxy process's CPU time per proxied request (from /proc, all of its
    work: HTTP in and out, the JSON, the monitor), the in-handler CPU it reports in
-   `Server-Timing`, and the lag of the proxy's event loop (a task sleeping 5 ms records how
+   `Server-Timing`, and the lag of the proxy's event loop (a task sleeping 20 ms records how
    late it wakes up: the time another session's request waited on this one's work).
 2. A large body: 200 MB declared and then 200 MB sent chunked at the proxy; how it answers, and
    its RSS before and after.
@@ -39,7 +39,7 @@ import time
 import tracemalloc
 from typing import Any
 
-from benchmarks.serve_servers import LAG_PATH, cpu_seconds, rss_mb, serve, spawn
+from benchmarks.serve_servers import LAG_PATH, PROBE_S, cpu_seconds, rss_mb, serve, spawn
 
 TOOL = {
     "type": "function",
@@ -166,9 +166,14 @@ async def round_trips(
             )
         )
         wall = time.perf_counter() - started
-        proxy_cpu, upstream_cpu = (cpu_seconds(pid) - c for pid, c in zip(pids, cpu, strict=True))
+        spent = [
+            (now[0] - then[0], now[1] - then[1])
+            for now, then in zip((cpu_seconds(pid) for pid in pids), cpu, strict=True)
+        ]
         lags = (await client.get(f"{proxy}{LAG_PATH}")).json()
     n = len(out.proxied)
+    (proxy_user, proxy_system), upstream_spent = spent
+    proxy_cpu, upstream_cpu = proxy_user + proxy_system, sum(upstream_spent)
     added = [(_quantile(out.proxied, q) - _quantile(out.direct, q)) * 1000 for q in (0.5, 0.99)]
     print(
         f"serve: round trips: {args.sessions} sessions x {args.turns} requests, upstream delay "
@@ -178,11 +183,12 @@ async def round_trips(
         f"via the proxy p50 {_ms(out.proxied, 0.5)} ms, p99 {_ms(out.proxied, 0.99)} ms\n"
         f"serve:   added latency p50 {added[0]:.3f} ms, p99 {added[1]:.3f} ms (per-request "
         f"differences: p50 {_ms(out.paired, 0.5)} ms, p99 {_ms(out.paired, 0.99)} ms)\n"
-        f"serve:   proxy CPU {proxy_cpu / n * 1000:.3f} ms per request (process, {n} requests); "
+        f"serve:   proxy CPU {proxy_cpu / n * 1000:.3f} ms per request (user "
+        f"{proxy_user / n * 1000:.3f} + system {proxy_system / n * 1000:.3f}; process, {n} requests); "
         f"upstream CPU {upstream_cpu / (2 * n) * 1000:.3f} ms per request; in-handler CPU "
         f"p50 {_ms(out.handler_cpu, 0.5)} ms, p99 {_ms(out.handler_cpu, 0.99)} ms\n"
         f"serve:   proxy event-loop lag p50 {_ms(lags, 0.5)} ms, p99 {_ms(lags, 0.99)} ms, "
-        f"max {_ms(lags, 1.0)} ms ({len(lags)} probes of {1000 * 0.005:g} ms)",
+        f"max {_ms(lags, 1.0)} ms ({len(lags)} probes of {PROBE_S * 1000:g} ms)",
         flush=True,
     )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 LAG_PATH = "/bench/lag"
-PROBE_S = 0.005
+PROBE_S = 0.02
 """The lag probe sleeps this long and records how late it wakes up."""
 
 ANSWER = json.dumps(
@@ -131,10 +131,11 @@ def spawn(*args: str) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("a server did not start within 60 s")
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> tuple[float, float]:
     """The process's user and system CPU time so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def rss_mb(pid: int) -> float:

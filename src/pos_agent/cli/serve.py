@@ -100,8 +100,7 @@ def serve(
     max_body_mb: MaxBodyOption = 32.0,
     pos_token: PosTokenOption = None,
 ) -> None:
-    """Serve the proxy for OpenAI Chat Completions, the OpenAI Responses API and the Anthropic
-    Messages API: point your agent's base_url at it."""
+    """Serve the proxy for Chat Completions, Responses and Anthropic Messages: point your agent's base_url at it."""
     try:
         import uvicorn
 

@@ -211,3 +211,18 @@ def test_serve_help_names_the_three_apis() -> None:
     text = " ".join(result.output.split())
     assert "Responses" in text and "Anthropic Messages" in text
     assert "--max-body-mb" in text and "--trace-outputs" in text and "--pos-token" in text
+
+
+def test_a_password_in_the_upstream_url_is_never_shown() -> None:
+    config = ServeConfig(upstream="http://agent:pw-s3cret-99@127.0.0.1:9/v1", pos_token="t0ken-xyz")
+    with ThreadServer(create_app(config)) as proxy:
+        failed = httpx.post(
+            f"{proxy.url}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=20,
+        )
+        status = httpx.get(f"{proxy.url}/pos/sessions", headers={"X-PoS-Token": "t0ken-xyz"})
+    assert failed.status_code == 502 and "upstream_unreachable" in failed.text
+    assert status.status_code == 200 and "agent:" in status.json()["upstream"]
+    for text in (failed.text, status.text):
+        assert "pw-s3cret-99" not in text

@@ -11,7 +11,7 @@ import typer
 
 from pos_agent.cli.app import app
 from pos_agent.cli.serve_config import ConfigOption, ExemptOption, PollingOption, polling_table
-from pos_agent.redaction import RedactingFilter
+from pos_agent.redaction import RedactingFilter, redact_text
 
 if TYPE_CHECKING:
     from pos_agent.serve import ServeConfig
@@ -197,7 +197,7 @@ def _announce(config: ServeConfig, upstream: str, host: str, port: int, log_leve
     belief += f", polling {polls}" if polls else ""
     belief += f", exempt {', '.join(config.exempt_tools)}" if config.exempt_tools else ""
     typer.echo(
-        f"pos serve: {host}:{port} -> {upstream} (policy {config.policy}, health "
+        f"pos serve: {host}:{port} -> {redact_text(upstream)} (policy {config.policy}, health "
         f"{config.health}{belief}); traces: {config.trace_dir or 'off'}",
         err=True,
     )

@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from pos_agent.monitor import TrapMonitor
+from pos_agent.redaction import redact_text
 from pos_agent.serve.apis import Api, ChatApi, History
 from pos_agent.serve.limits import BodyTooLarge, error_response, has_token, read_body
 from pos_agent.serve.messages_api import MessagesApi
@@ -85,7 +86,8 @@ class Routes:
             return _error(
                 502,
                 "upstream_unreachable",
-                f"PoS proxy: the upstream at {self.config.upstream} is unreachable ({reason})",
+                f"PoS proxy: the upstream at {redact_text(self.config.upstream)} is unreachable "
+                f"({redact_text(reason)})",
             )
 
     async def body(self, request: Request) -> bytes | JSONResponse:
@@ -208,7 +210,7 @@ class Routes:
         upstream that fails before its first byte gives an error status; one that fails after
         it, an error event at the end of the stream."""
         chunks = answer.aiter_bytes()
-        first = await _first_chunk(chunks, answer, self.config.upstream)
+        first = await _first_chunk(chunks, answer, redact_text(self.config.upstream))
         if isinstance(first, JSONResponse):
             first.headers.update(pos_headers)
             return first
@@ -287,7 +289,7 @@ class Routes:
         proxy.store.expire(now)
         return JSONResponse(
             {
-                "upstream": config.upstream,
+                "upstream": redact_text(config.upstream),
                 "policy": config.policy,
                 "health": config.health,
                 "belief_model": config.belief_model,

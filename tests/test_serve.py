@@ -25,6 +25,7 @@ from test_serve_fakes import (
     Upstream,
     history_text,
     loops_until,
+    pos_auth,
     productive,
     sdk_loop,
     serving,
@@ -242,7 +243,7 @@ def test_keys_pass_through_and_never_reach_logs_traces_or_the_status(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     upstream = Upstream(loops_until(NUDGE_MARK))
-    with serving(upstream, policy="nudge", trace_dir=tmp_path) as (url, _):
+    with serving(upstream, policy="nudge", trace_dir=tmp_path, trace_outputs=True) as (url, app):
         sdk_loop(url, max_turns=8)
         # A tool output that holds the key too (an `env` dump).
         messages = [
@@ -265,7 +266,7 @@ def test_keys_pass_through_and_never_reach_logs_traces_or_the_status(
             json={"model": "fake", "messages": messages},
             headers={"Authorization": f"Bearer {KEY}", "X-PoS-Session": "leak"},
         )
-        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions").text
+        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions", headers=pos_auth(app)).text
     assert all(h["authorization"] == f"Bearer {KEY}" for h in upstream.headers)
     written = "".join(p.read_text() for p in tmp_path.rglob("*.jsonl"))
     assert "OPENAI_API_KEY" in written  # the trace holds the step ...
@@ -298,11 +299,11 @@ def test_each_session_writes_a_trace_pos_view_opens(tmp_path: Path) -> None:
 
 def test_sessions_by_header_else_by_the_first_messages(tmp_path: Path) -> None:
     upstream = Upstream(productive(2))
-    with serving(upstream, trace_dir=tmp_path) as (url, _):
+    with serving(upstream, trace_dir=tmp_path) as (url, app):
         sdk_loop(url, session=None)
         sdk_loop(url, session=None)  # the same conversation start: the same session
         sdk_loop(url, session="mine")
-        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions").json()
+        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions", headers=pos_auth(app)).json()
     sessions = {s["id"]: s for s in status["sessions"]}
     assert len(sessions) == 2 and "mine" in sessions
     hashed = next(s for key, s in sessions.items() if key.startswith("h-"))

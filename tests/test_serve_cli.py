@@ -46,7 +46,7 @@ def _wait_serving(process: subprocess.Popen[str], url: str) -> None:
                 f"pos serve exited with {process.returncode}: {process.stderr.read() if process.stderr else ''}"
             )
         try:
-            if httpx.get(f"{url}/pos/sessions", timeout=2).status_code == 200:
+            if httpx.get(f"{url}/pos/sessions", timeout=2).status_code == 401:  # no token
                 return
         except httpx.HTTPError:
             time.sleep(0.1)

@@ -237,6 +237,11 @@ def serving(upstream: Upstream, **settings: Any) -> Iterator[tuple[str, Any]]:
             yield f"{proxy.url}/v1", app
 
 
+def pos_auth(app: Any) -> dict[str, str]:
+    """The header the proxy's `/pos/*` endpoints need (its token)."""
+    return {"Authorization": f"Bearer {app.state.proxy.config.pos_token}"}
+
+
 def run_tool(name: str, arguments: str, clock: Iterator[int]) -> str:
     """The agent's tool: a read that always gives the same file (with a changing timestamp)."""
     path = json.loads(arguments or "{}").get("path", "?")

@@ -25,7 +25,14 @@ from pos_agent.serve import (
     session_id,
 )
 from pos_agent.trace import read_trace
-from test_serve_fakes import BLOCK_MARK, NUDGE_MARK, Upstream, history_text, serving
+from test_serve_fakes import (
+    BLOCK_MARK,
+    NUDGE_MARK,
+    Upstream,
+    history_text,
+    pos_auth,
+    serving,
+)
 
 # -- parsers -------------------------------------------------------------------------------------
 
@@ -310,7 +317,7 @@ def test_belief_mode_keeps_a_belief_per_session(tmp_path: Path) -> None:
             )
             assert answer.status_code == 200 and "x-pos-error" not in answer.headers
         session = app.state.proxy.store.peek("b")
-        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions").json()
+        status = httpx.get(url.removesuffix("/v1") + "/pos/sessions", headers=pos_auth(app)).json()
     assert session.report.belief_source == "belief"
     assert session.belief.belief is not None
     assert status["belief_model"] == "scripted" and status["sessions"][0]["belief"] is True

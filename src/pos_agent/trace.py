@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, Literal, get_args
@@ -22,7 +22,7 @@ from typing import IO, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from pos_agent.events import EVENT_KINDS, TRACE_VERSION, Event, TraceLines, parse_lines
-from pos_agent.llm import REDACTED, mask_key_like
+from pos_agent.redaction import redact_record
 
 __all__ = [
     "EVENT_KINDS",
@@ -103,34 +103,6 @@ def record_line(record: Any, *, indent: int | None = None) -> tuple[str, int]:
 def is_scored(status: str) -> bool:
     """True when a case with this status is a measurement of its method."""
     return status in SCORED_STATUSES
-
-
-def redact_record(value: Any) -> Any:
-    """A JSON-safe copy of `value` with key-like strings masked and non-finite floats named."""
-    if isinstance(value, str):
-        return mask_key_like(value)
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping):
-        return {
-            str(k): REDACTED if _is_secret_key(str(k)) else redact_record(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple | set | frozenset):
-        return [redact_record(v) for v in value]
-    if isinstance(value, BaseModel):
-        return redact_record(value.model_dump(mode="json"))
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return redact_record(to_dict())
-    return redact_record(repr(value))
-
-
-def _is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return lowered in {"api_key", "apikey", "authorization", "password", "secret", "token"}
 
 
 class TraceWriter:

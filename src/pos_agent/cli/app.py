@@ -66,7 +66,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "serve": LazyCommand(
         "pos_agent.cli.serve",
-        "Serve the OpenAI-compatible proxy: point your agent's base_url at it.",
+        "Serve the proxy for Chat Completions, Responses and Anthropic Messages: point your "
+        "agent's base_url at it.",
     ),
     "paper": LazyCommand(
         "pos_agent.cli.paper",

@@ -5,14 +5,14 @@ from __future__ import annotations
 import base64
 import ipaddress
 import logging
-import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from pos_agent.redaction import REDACTED, redact_text
+
 logger = logging.getLogger(__name__)
 
-REDACTED = "[redacted]"
 # Shorter strings are too likely to occur by chance to be worth scrubbing (and are not keys).
 _MIN_SECRET_LENGTH = 6
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
@@ -92,19 +92,10 @@ def without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=host)) if at else url
 
 
-# Anything that looks like a bearer token or API key, whoever's it is.
-_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
-# Basic credentials only where they are a header's value ("Basic" alone is an ordinary word).
-_BASIC_HEADER = re.compile(
-    r"""(authorization["']?\s*[:=]\s*["']?)Basic\s+[A-Za-z0-9+/=]{4,}""", re.IGNORECASE
-)
-
-
 def mask_key_like(text: str) -> str:
-    """`text` with every key-like string (sk-..., Bearer ..., an Authorization header's Basic
-    ...) masked: for records written to files, where a key the process does not know must not
-    land either."""
-    return _BASIC_HEADER.sub(rf"\1{REDACTED}", _KEY_LIKE.sub(REDACTED, text))
+    """`text` with every key-like string masked (`pos_agent.redaction`): for records written
+    to files, where a key the process does not know must not land either."""
+    return redact_text(text)
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:

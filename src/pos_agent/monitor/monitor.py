@@ -25,6 +25,7 @@ from pos_agent.monitor.alarm import (
     escalation_for,
 )
 from pos_agent.monitor.inputs import BeliefInput, InputReader, StepInput, observation_key
+from pos_agent.monitor.memory import DEFAULT_MEMORY_KEYS, KeyMemory
 from pos_agent.monitor.report import MonitorReport, ProgressFn, ProgressSource, Reading
 from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
 from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
@@ -66,6 +67,7 @@ class TrapMonitor:
         polling_tools: Mapping[str, int] | None = None,
         volatile: Iterable[VolatileRule] = (),
         normaliser: Normaliser | None = None,
+        memory_keys: int = DEFAULT_MEMORY_KEYS,
     ) -> None:
         """
         Args:
@@ -83,6 +85,9 @@ class TrapMonitor:
                 up to that many repeats are `waiting`, not stuck.
             volatile: Extra volatile rules, run after the default ones.
             normaliser: Replaces the default rules altogether (`Normaliser(rules)`).
+            memory_keys: What the monitor remembers of the episode (entities, words, outputs
+                and calls seen, to tell what is new) is at most about this many keys of each,
+                the oldest forgotten first: a run of any length holds a bounded memory.
         """
         if health not in ("paper", "improved"):
             raise ValueError(f"health must be 'paper' or 'improved', got {health!r}")
@@ -93,6 +98,7 @@ class TrapMonitor:
         self.policy = policy or AlarmPolicy()
         self.exempt_tools = frozenset(exempt_tools)
         self.polling_tools = dict(polling_tools or {})
+        self.memory_keys = memory_keys
         for tool, polls in self.polling_tools.items():
             if isinstance(polls, bool) or not isinstance(polls, int) or polls < 1:
                 raise ValueError(f"polling_tools[{tool!r}] must be an integer >= 1")
@@ -107,14 +113,19 @@ class TrapMonitor:
         )
         self.reset()
 
+    @property
+    def remembered(self) -> int:
+        """Keys the monitor holds of the episode (at most about `memory_keys` of each kind)."""
+        return sum(len(m) for m in (self._seen, self._seen_words, self._outputs, self._calls))
+
     def reset(self) -> None:
         """Forget the episode: the next `observe` is step 1 of a new one."""
         self._window: deque[_Observed] = deque(maxlen=self.config.window)
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
-        self._seen: set[str] = set()
-        self._seen_words: set[str] = set()
-        self._outputs: set[str] = set()
-        self._calls: set[str] = set()
+        self._seen = KeyMemory(self.memory_keys)
+        self._seen_words = KeyMemory(self.memory_keys)
+        self._outputs = KeyMemory(self.memory_keys)
+        self._calls = KeyMemory(self.memory_keys)
         self._world: WorldKeys | None = None
         self._actions = ActionHistory()
         self._meter_call: str | None = None
@@ -159,9 +170,7 @@ class TrapMonitor:
             return self._exempt_report()
         clean = self.normalise(observation)
         read = self._inputs.read(clean, belief)
-        novel = len(read.world.entities - self._seen)
-        if novel:
-            self._seen |= read.world.entities
+        novel = len(self._seen.novel(read.world.entities))
         if read.source != "observations":
             novel += self._novel_words(clean)
         label, progress_source = self._progress(action, observation, progress, novel)
@@ -178,12 +187,11 @@ class TrapMonitor:
         self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
         output = None if read.source == "observations" else observation_key(clean)
         seen_before = output is not None and output in self._outputs
-        if output is not None and len(self._outputs) < 100_000:
+        if output is not None:
             self._outputs.add(output)
         action_key = self._actions.intern(key)
         action_seen = action_key in self._calls
-        if len(self._calls) < 100_000:
-            self._calls.add(action_key)
+        self._calls.add(action_key)
         step = WindowStep(
             read.world,
             read.focus,
@@ -300,10 +308,7 @@ class TrapMonitor:
     def _novel_words(self, clean: str) -> int:
         """Content words of the observation never seen before in this episode."""
         words = self._inputs.text.keys(clean)[0].entities
-        new = words - self._seen_words
-        if new:
-            self._seen_words |= new
-        return len(new)
+        return len(self._seen_words.novel(words))
 
     def _normal_poll(self, key: ActionKey, clean: str) -> bool:
         """A call to a polling tool within its allowance of calls in a row."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor import TrapMonitor
+from pos_agent.serve.limits import DEFAULT_MAX_BODY
 from pos_agent.serve.parsers import DEFAULT_PARSERS, StepParser
 
 __all__ = ["NOTE_PREFIX", "POLICIES", "Policy", "ServeConfig", "default_trace_dir"]
@@ -45,8 +47,23 @@ class ServeConfig:
     """In belief mode, also show the agent its current belief (a note at the end)."""
     trace_dir: Path | None = None
     """Where each session writes `<session>/events.jsonl`; None: no traces."""
+    trace_outputs: bool = False
+    """Write the tools' outputs into the traces (redacted); by default a trace names only each
+    output's length, since tool outputs are where a run's secrets are (files, env dumps)."""
     max_sessions: int = 1024
+    """Sessions kept; past it the least recently used idle one goes."""
     ttl_s: float = 3600.0
+    """Seconds an idle session is kept."""
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    """A request body past this many bytes is refused with 413, without being read whole."""
+    max_notes: int = 16
+    """Monitor notes a session keeps to show again (the latest); older ones are dropped."""
+    memory_keys: int = 20_000
+    """What a session's monitor remembers of the run (entities, words, outputs and calls it
+    has seen): at most about this many keys of each, the oldest forgotten first."""
+    pos_token: str | None = None
+    """The token the `/pos/*` endpoints need (`Authorization: Bearer TOKEN` or `X-PoS-Token`);
+    None: one is made at start (`config.pos_token` holds it then)."""
     timeout_s: float = 600.0
     """Upstream timeout per request (a local model can take minutes)."""
     note_role: Literal["user", "system"] = "user"
@@ -68,6 +85,11 @@ class ServeConfig:
         self.upstream = self.upstream.rstrip("/")
         self.polling_tools = dict(self.polling_tools)
         self.exempt_tools = tuple(self.exempt_tools)
+        for name in ("max_body_bytes", "max_notes", "memory_keys"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.pos_token:
+            self.pos_token = secrets.token_urlsafe(24)
 
     def new_monitor(self, goal: str) -> TrapMonitor:
         """A session's monitor: `monitor_factory(goal)`, else one with this config's health,
@@ -79,4 +101,5 @@ class ServeConfig:
             health=self.health,
             polling_tools=self.polling_tools,
             exempt_tools=self.exempt_tools,
+            memory_keys=self.memory_keys,
         )

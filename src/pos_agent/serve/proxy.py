@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -18,10 +20,11 @@ import httpx
 from pos_agent.events import DegradedEvent, Event
 from pos_agent.monitor import Advice, canonical_action
 from pos_agent.serve.config import GOAL_CHARS, NOTE_PREFIX, ServeConfig
+from pos_agent.serve.limits import forward_path
 from pos_agent.serve.parsers import Step, StepParser, message_text, parse_history
 from pos_agent.serve.policy import Refusal, Verdict
 from pos_agent.serve.sessions import SESSION_HEADER, Note, Session, SessionStore, session_id
-from pos_agent.serve.traces import SessionTrace, step_events
+from pos_agent.serve.traces import SessionTrace, step_events, withheld
 
 __all__ = ["HOP_HEADERS", "Proxy"]
 
@@ -44,6 +47,12 @@ HOP_HEADERS = frozenset(
 )
 
 
+POOLS = 8
+MAX_CONNECTIONS = 256
+KEEPALIVE_CONNECTIONS = 128
+KEEPALIVE_S = 4.0
+
+
 class Proxy:
     """The proxy's state: the upstream client, the sessions, the belief model."""
 
@@ -52,7 +61,9 @@ class Proxy:
         self.store = SessionStore(
             max_sessions=config.max_sessions, ttl_s=config.ttl_s, on_evict=self._closed
         )
-        self.client: httpx.AsyncClient | None = None
+        self.pools: list[httpx.AsyncHTTPTransport] = []
+        self._turn = itertools.count()
+        self._timeout: dict[str, float | None] = {}
         self.belief_model: Any = None
         self._belief_pool: ThreadPoolExecutor | None = None
         self.started = time.monotonic()
@@ -60,9 +71,20 @@ class Proxy:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        timeout = httpx.Timeout(self.config.timeout_s, connect=10.0)
-        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-        self.client = httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        self._timeout = httpx.Timeout(self.config.timeout_s, connect=10.0).as_dict()
+        # Several small connection pools rather than one large one: httpcore looks at every
+        # connection of a pool on each request (a poll() each), so one pool of 64 busy
+        # connections costs about 1 ms of CPU a request; eight pools of 8, an eighth of it.
+        limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS // POOLS,
+            max_keepalive_connections=KEEPALIVE_CONNECTIONS // POOLS,
+            # Below the 5 s after which uvicorn (vLLM's server among others) closes an idle
+            # connection: the proxy drops it first.
+            keepalive_expiry=KEEPALIVE_S,
+        )
+        self.pools = [
+            httpx.AsyncHTTPTransport(limits=limits, trust_env=False) for _ in range(POOLS)
+        ]
         if self.config.belief_model is not None:
             factory = self.config.belief_model_factory
             if factory is None:
@@ -77,8 +99,8 @@ class Proxy:
 
     async def stop(self) -> None:
         self.store.close()
-        if self.client is not None:
-            await self.client.aclose()
+        for pool in self.pools:
+            await pool.aclose()
         if self._belief_pool is not None:
             self._belief_pool.shutdown(wait=False, cancel_futures=True)
 
@@ -94,6 +116,7 @@ class Proxy:
     def _new_session(self, goal: str, model: str | None) -> Callable[[str], Session]:
         def new(key: str) -> Session:
             session = Session(key, self.config.new_monitor(goal))
+            session.notes = deque(maxlen=self.config.max_notes)
             if self.config.trace_dir is not None:
                 session.trace = SessionTrace(self.config.trace_dir / key)
                 session.trace.start(key, self.config.upstream, self._settings(), model)
@@ -113,6 +136,7 @@ class Proxy:
             "belief_model": self.config.belief_model,
             "polling_tools": dict(self.config.polling_tools),
             "exempt_tools": list(self.config.exempt_tools),
+            "trace_outputs": self.config.trace_outputs,
             **self.config.settings,
         }
 
@@ -194,7 +218,8 @@ class Proxy:
             session.steps += 1
             session.last_step_key = _step_key(step)
             session.last_end, session.last_end_message = step.end, messages[step.end]
-            events += step_events(action, step.observation, observed)
+            shown = step.observation if self.config.trace_outputs else withheld(step.observation)
+            events += step_events(action, shown, observed)
             text = observed.advice.text
             if self.config.policy != "observe" and text:
                 label = "Stop now." if observed.advice.kind == "stop" else "Note:"
@@ -275,9 +300,31 @@ class Proxy:
 
     # -- forwarding --------------------------------------------------------------------------------
 
-    def upstream_url(self, path: str, query: str) -> str:
+    async def send(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> httpx.Response:
+        """Send a request upstream; the answer's body is still to read (or close). Straight to
+        a connection pool (the pools take turns), not through an `httpx.AsyncClient`: a
+        client's cookie jar would carry one agent's cookies to every other, and its auth,
+        redirect and cookie steps cost CPU a proxy has no use for."""
+        if not self.pools:
+            raise RuntimeError("the proxy has not started (use it inside the app's lifespan)")
+        request = httpx.Request(
+            method, url, headers=headers, content=body, extensions={"timeout": self._timeout}
+        )
+        pool = self.pools[next(self._turn) % len(self.pools)]
+        return await pool.handle_async_request(request)
+
+    def upstream_url(self, raw_path: bytes, query: bytes | str) -> str | None:
+        """The upstream URL of a request's path (as the client encoded it) and query: `/v1/X`
+        goes to `<upstream>/X`, any other path to `<upstream><path>`. None for a path that could
+        leave the upstream's base (`forward_path`)."""
+        path = forward_path(raw_path.partition(b"?")[0])
+        if path is None:
+            return None
         rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
         url = f"{self.config.upstream}{rest}"
+        query = query.decode("latin-1") if isinstance(query, bytes) else query
         return f"{url}?{query}" if query else url
 
     @staticmethod

@@ -6,8 +6,12 @@ everything else passed through to the upstream unchanged.
     POST /v1/messages           (nudge) or a forbidden repeated call is answered with a refusal
                                 (block), each in the API's own shape (apis.py); streaming is
                                 passed through chunk by chunk
-    GET  /pos/sessions          the sessions the proxy keeps, with their verdicts
+    GET  /pos/sessions          the sessions the proxy keeps, with their verdicts (needs the
+                                proxy's token: `Authorization: Bearer TOKEN`)
     anything else               passed through to the upstream unchanged
+
+Before any of it: a body past `max_body_bytes` is answered 413 without being read whole, and a
+path that could leave the upstream's base path (`..`, raw or encoded) 400 (limits.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from pos_agent.monitor import TrapMonitor
+from pos_agent.redaction import redact_text
 from pos_agent.serve.apis import Api, ChatApi, History
+from pos_agent.serve.limits import BodyTooLarge, error_response, has_token, read_body
 from pos_agent.serve.messages_api import MessagesApi
 from pos_agent.serve.policy import Judge, Verdict
 from pos_agent.serve.proxy import HOP_HEADERS, Proxy
@@ -37,14 +43,9 @@ __all__ = ["Routes"]
 log = logging.getLogger("pos_agent.serve")
 
 
-def _error(
-    status: int, kind: str, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}},
-        status_code=status,
-        headers=headers,
-    )
+_error = error_response
+STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""Errors of a request that got no answer at all on a connection that was kept alive."""
 
 
 def _relayed(upstream: httpx.Response, *, decoded: bool) -> dict[str, str]:
@@ -68,11 +69,16 @@ class Routes:
         self, method: str, url: str, headers: dict[str, str], body: bytes
     ) -> httpx.Response | JSONResponse:
         """The upstream's answer (its body still to read), or the error the client gets."""
-        client = self.proxy.client
-        assert client is not None
-        request = client.build_request(method, url, headers=headers, content=body)
+        proxy = self.proxy
         try:
-            return await client.send(request, stream=True)
+            try:
+                return await proxy.send(method, url, headers, body)
+            except STALE_CONNECTION:
+                # A kept-alive connection the upstream closed as the request went out (its
+                # keep-alive timeout): no answer came, so the request goes once more, on a new
+                # connection.
+                log.info("the upstream closed a kept-alive connection; request sent again")
+                return await proxy.send(method, url, headers, body)
         except httpx.TimeoutException as error:
             return _error(504, "upstream_timeout", f"PoS proxy: the upstream timed out ({error})")
         except httpx.HTTPError as error:
@@ -80,13 +86,42 @@ class Routes:
             return _error(
                 502,
                 "upstream_unreachable",
-                f"PoS proxy: the upstream at {self.config.upstream} is unreachable ({reason})",
+                f"PoS proxy: the upstream at {redact_text(self.config.upstream)} is unreachable "
+                f"({redact_text(reason)})",
             )
 
-    async def passthrough(self, request: Request) -> Response:
+    async def body(self, request: Request) -> bytes | JSONResponse:
+        """The request's body, or the 413 to answer when it is past the limit (the connection
+        is closed then: the rest of the body is never read)."""
+        try:
+            return await read_body(request, self.config.max_body_bytes)
+        except BodyTooLarge as error:
+            log.warning("refused a request body past %d bytes", error.limit)
+            return _error(413, "request_too_large", str(error), {"connection": "close"})
+
+    def url(self, request: Request) -> str | JSONResponse:
+        """The upstream URL of the request, or the 400 to answer when its path could leave the
+        upstream's base path."""
+        raw = request.scope.get("raw_path") or request.scope["path"].encode("utf-8")
+        url = self.proxy.upstream_url(raw, request.scope.get("query_string", b""))
+        if url is None:
+            return _error(
+                400,
+                "invalid_path",
+                "PoS proxy: the path holds a dot segment or an encoded slash; it is not forwarded",
+            )
+        return url
+
+    async def passthrough(self, request: Request, body: bytes | None = None) -> Response:
         proxy = self.proxy
-        body = await request.body()
-        url = proxy.upstream_url(request.url.path, request.url.query)
+        url = self.url(request)
+        if isinstance(url, JSONResponse):
+            return url
+        if body is None:
+            read = await self.body(request)
+            if isinstance(read, JSONResponse):
+                return read
+            body = read
         answer = await self.send(request.method, url, proxy.forward_headers(request.headers), body)
         if isinstance(answer, JSONResponse):
             return answer
@@ -111,7 +146,13 @@ class Routes:
         """A request of one of the judged APIs: its history through the monitor, the policy
         applied in the API's own shape, the verdict in the headers."""
         proxy = self.proxy
-        body = await request.body()
+        url = self.url(request)
+        if isinstance(url, JSONResponse):
+            return url
+        read = await self.body(request)
+        if isinstance(read, JSONResponse):
+            return read
+        body = read
         # The proxy's own time: from the whole request in hand to forwarding it, and from the
         # upstream's whole answer to sending it back (no await in between: no other request's
         # work is counted). It goes back in `Server-Timing`.
@@ -122,14 +163,13 @@ class Routes:
             payload = None
         history = api.history(payload) if isinstance(payload, dict) else None
         if history is None or not isinstance(payload, dict):
-            return await self.passthrough(request)
+            return await self.passthrough(request, body)
         verdict = await proxy.verdict(request.headers, history.messages, payload.get("model"))
         session = proxy.store.peek(verdict.session)
         rewritten = self._with_policy(api, payload, history, verdict)
         if rewritten is not None:
             payload = rewritten
             body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        url = proxy.upstream_url(request.url.path, request.url.query)
         before = time.perf_counter() - started
         cpu_before = time.thread_time() - cpu_started
         answer = await self.send("POST", url, proxy.forward_headers(request.headers), body)
@@ -170,7 +210,7 @@ class Routes:
         upstream that fails before its first byte gives an error status; one that fails after
         it, an error event at the end of the stream."""
         chunks = answer.aiter_bytes()
-        first = await _first_chunk(chunks, answer, self.config.upstream)
+        first = await _first_chunk(chunks, answer, redact_text(self.config.upstream))
         if isinstance(first, JSONResponse):
             first.headers.update(pos_headers)
             return first
@@ -237,11 +277,19 @@ class Routes:
 
     async def sessions(self, request: Request) -> Response:
         proxy, config = self.proxy, self.config
+        if not has_token(request, config.pos_token):
+            return _error(
+                401,
+                "unauthorized",
+                "PoS proxy: /pos endpoints need the token `pos serve` printed at start "
+                "(send `Authorization: Bearer TOKEN` or `X-PoS-Token: TOKEN`)",
+                {"www-authenticate": "Bearer"},
+            )
         now = time.monotonic()
         proxy.store.expire(now)
         return JSONResponse(
             {
-                "upstream": config.upstream,
+                "upstream": redact_text(config.upstream),
                 "policy": config.policy,
                 "health": config.health,
                 "belief_model": config.belief_model,

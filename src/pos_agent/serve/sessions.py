@@ -3,9 +3,12 @@
 A session is keyed by the `X-PoS-Session` header when the client sends one, else by a hash of
 the conversation's start (its system prompt and first user turn), which stays the same while an
 agent's history grows. Two runs of one task with the same prompts share a session then: the
-second one's history no longer holds the first's steps, and the session starts again. The store is bounded both ways: the least recently used session
-goes when there are `max_sessions`, and a session idle for `ttl_s` seconds goes at the next
-look-up. A session that goes closes its trace.
+second one's history no longer holds the first's steps, and the session starts again.
+
+The store is bounded both ways: when there are `max_sessions`, the least recently used session
+that is not handling a request goes, and a session idle for `ttl_s` seconds goes at the next
+look-up. A session that goes closes its trace. What a session keeps is bounded too: its
+monitor's memory (`ServeConfig.memory_keys`) and its latest notes (`ServeConfig.max_notes`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import hashlib
 import json
 import re
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +84,8 @@ class Session:
     """That message as it was: while the next history holds it at the same index, only what
     follows it is parsed."""
     report: MonitorReport | None = None
-    notes: list[Note] = field(default_factory=list)
+    notes: deque[Note] = field(default_factory=deque)
+    """The notes to show again, the latest `ServeConfig.max_notes` of them."""
     requests: int = 0
     errors: int = 0
     """Requests where the monitor (or the belief model) failed and the proxy failed open."""
@@ -146,8 +150,7 @@ class SessionStore:
         session = self._sessions.get(key)
         if session is None:
             while len(self._sessions) >= self.max_sessions:
-                _, oldest = self._sessions.popitem(last=False)
-                self._evict(oldest, "lru")
+                self._evict(self._sessions.pop(self._idlest()), "lru")
             session = new(key)
             session.created = session.last_seen = now
             self._sessions[key] = session
@@ -155,6 +158,13 @@ class SessionStore:
             self._sessions.move_to_end(key)
         session.last_seen = now
         return session
+
+    def _idlest(self) -> str:
+        """The least recently used session not handling a request (else the least used)."""
+        for key, session in self._sessions.items():
+            if not session.lock.locked():
+                return key
+        return next(iter(self._sessions))
 
     def peek(self, key: str) -> Session | None:
         """The session `key` if the store holds it (not marked used)."""

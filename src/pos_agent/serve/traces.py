@@ -5,8 +5,10 @@ its `action`, `observation` and `health` (and `recovery` at an alarm's onset, `r
 when it clears, `degraded` when the monitor or the belief model failed and the proxy went on
 without it), and `episode_end` when the session is dropped or the proxy stops. The file is
 opened for each batch of events and closed again, so that a thousand idle sessions hold no file
-handle. Every record goes through the trace module's redaction (key-like strings masked), and
-the proxy never gives a header to a trace.
+handle. Every record goes through `pos_agent.redaction` (credentials of every common shape
+masked), and the proxy never gives a header to a trace. A tool's output is written only with
+`ServeConfig.trace_outputs` (`pos serve --trace-outputs`); otherwise its observation event
+names its length (`withheld`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pos_agent.events import (
 from pos_agent.monitor import MonitorReport
 from pos_agent.trace import record_line
 
-__all__ = ["SessionTrace", "step_events"]
+__all__ = ["SessionTrace", "step_events", "withheld"]
 
 log = logging.getLogger("pos_agent.serve")
 
@@ -92,8 +94,13 @@ class SessionTrace:
         self.emit([EpisodeEndEvent(status="interrupted", error=f"session closed: {reason}")])
 
 
+def withheld(observation: str) -> str:
+    """What a trace holds of a tool output it does not keep."""
+    return f"[tool output not traced: {len(observation)} characters; --trace-outputs keeps it]"
+
+
 def step_events(action: str, observation: str, report: MonitorReport) -> list[Event]:
-    """The events of one monitor step."""
+    """The events of one monitor step (`observation` as the trace is to hold it)."""
     step = report.step
     health = report.health
     events: list[Event] = [

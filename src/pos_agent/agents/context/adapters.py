@@ -27,7 +27,6 @@ from pos_agent.agents.context.lookups import (
     retrieve_tool,
 )
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
-from pos_agent.tokens import estimate_tokens
 from pos_agent.events import (
     AconContextEvent,
     CompressionEvent,
@@ -37,6 +36,7 @@ from pos_agent.events import (
     SubgoalEvent,
 )
 from pos_agent.roles.schemas import SUBGOAL_FIELD
+from pos_agent.tokens import estimate_tokens
 from pos_agent.transition import Transition
 
 ACON_NOTE = (

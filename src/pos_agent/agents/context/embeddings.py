@@ -21,7 +21,6 @@ from pos_agent.agents.context.relevance import (
     LexicalScorer,
     RelevanceScorer,
 )
-from pos_agent.tokens import estimate_tokens
 from pos_agent.llm import (
     ModelFailure,
     ModelOptions,
@@ -46,6 +45,7 @@ from pos_agent.llm.backend import (
     require_httpx,
     retry_after_s,
 )
+from pos_agent.tokens import estimate_tokens
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"

@@ -27,8 +27,8 @@ from typing import Literal
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.relevance import RelevanceScorer
 from pos_agent.agents.context.settings import PaceSettings
-from pos_agent.tokens import estimate_tokens
 from pos_agent.llm import Message
+from pos_agent.tokens import estimate_tokens
 from pos_agent.transition import Transition
 
 Level = Literal["full", "detailed", "brief", "placeholder"]

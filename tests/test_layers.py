@@ -45,9 +45,10 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 # The layer order, bottom up: a row's units (a top-level folder or module, dotted) import only
-# from their own row and the rows below it. The core an engineer installs alone is the rows up
-# to the adapters (no model layer, no pydantic below the trace events); the Sentinel's rules are
-# core but its audit calls a model, so the `sentinel` package stands above the roles.
+# from their own row and the rows below it. The monitor and all it stands on (the rows up to its
+# adapters) load no model layer; nothing up to the belief updater reaches the environments, the
+# agents or the harness. The Sentinel's rules need no model but its audit calls one, so the
+# `sentinel` package stands above the roles.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the vocabulary", ("pos_agent", "pos_agent.kinds", "pos_agent.errors", "pos_agent.tokens")),
     ("health (Eq. 4-6)", ("pos_agent.health",)),
@@ -326,8 +327,8 @@ ARROWS = graph(MODULES)
 
 
 def test_the_scan_sees_the_arrows_it_must_judge() -> None:
-    # The scan can fail: the runner imports the executors, the CLI the runner, the agent the
-    # belief engine; a lazy import in a function counts, its own package does not.
+    # The scan can fail: the runner imports the executors, the CLI the runner, the agent's
+    # belief step the belief engine, trapbench the library; a module's own package is no arrow.
     assert "pos_agent.bench.executors" in ARROWS["pos_agent.bench.runner"]
     assert "pos_agent.bench.runner" in ARROWS["pos_agent.cli.bench"]
     assert "pos_agent.belief" in ARROWS["pos_agent.agents.pos.belief_steps"]

@@ -527,7 +527,5 @@ def test_diagnosis_environments_are_packages_of_small_modules() -> None:
     for name in ("rca", "clindiag"):
         assert (envs / name / "__init__.py").is_file() and not (envs / f"{name}.py").exists()
         modules = sorted((envs / name).rglob("*.py"))
-        assert len(modules) >= 6, name  # one job per file, not one file renamed
-        for module in modules:
-            lines = len(module.read_text(encoding="utf-8").splitlines())
-            assert lines <= 600, f"{module} has {lines} lines"
+        # One job per file, not one file renamed (tests/test_layers.py bounds their length).
+        assert len(modules) >= 6, name

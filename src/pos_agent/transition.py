@@ -4,7 +4,7 @@ logic all read this record; `progress` and `state_before` are known only once th
 validated (the PoS loop and the monitor fill them).
 
 It is part of the core: importing it (as the monitor and the recovery logic do) loads no model
-machinery; only `tokens`, which the context methods read, asks the model layer's estimate.
+machinery (`tokens`, which the context methods read, is the package's rough estimate).
 This module is its one home: import it from here (no package re-exports it)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pos_agent.health.distance import WorldKeys
+from pos_agent.tokens import estimate_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +35,6 @@ class Transition:
     @property
     def tokens(self) -> int:
         """Estimated tokens of `render()` (the estimate the context methods' thresholds use)."""
-        from pos_agent.llm.backend import estimate_tokens
-
         return estimate_tokens(self.render())
 
     def to_dict(self) -> dict[str, Any]:

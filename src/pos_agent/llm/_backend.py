@@ -96,8 +96,3 @@ class Backend(Protocol):
     base_url: str | None
 
     def generate(self, request: GenerationRequest) -> RawReply: ...
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count for backends that report none (about four characters a token)."""
-    return (len(text) + 3) // 4

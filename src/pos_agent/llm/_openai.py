@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
+from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply
 from pos_agent.llm._http import HttpReply
 from pos_agent.llm._native_tools import decision_text, tool_functions
 from pos_agent.llm._openai_http import (
@@ -41,6 +41,7 @@ from pos_agent.llm._server_modes import (
 )
 from pos_agent.llm._types import Message, StructuredMode, Usage, request_breakpoints
 from pos_agent.llm._usage import checked_usage
+from pos_agent.tokens import estimate_tokens
 
 _BASE_URL_HINT = (
     "check --base-url: it should be the server's API root that serves /chat/completions, "

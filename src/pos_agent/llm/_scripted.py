@@ -11,12 +11,13 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel
 
-from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply, estimate_tokens
+from pos_agent.llm._backend import BackendError, GenerationRequest, RawReply
 from pos_agent.llm._cache import ResponseCache
 from pos_agent.llm._options import ModelOptions
 from pos_agent.llm._reliable import ReliableModel, Sleep
 from pos_agent.llm._structured import minimal_instance
 from pos_agent.llm._types import Usage
+from pos_agent.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)

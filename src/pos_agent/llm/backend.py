@@ -19,7 +19,6 @@ from pos_agent.llm._backend import (
     BackendErrorKind,
     GenerationRequest,
     RawReply,
-    estimate_tokens,
 )
 from pos_agent.llm._breaker import CircuitBreaker, breaker_for, forget_breakers
 from pos_agent.llm._builtin import HttpEndpoint, http_endpoint, require_httpx
@@ -47,6 +46,7 @@ from pos_agent.llm._scripted import ScriptedBackend
 from pos_agent.llm._server_modes import MODE_NAMES, SERVER_MODES, forget_servers, known_mode
 from pos_agent.llm._structured import JsonSchema, json_schema_of, minimal_instance
 from pos_agent.llm._usage import plausible_count, prompt_bound
+from pos_agent.tokens import estimate_tokens
 
 __all__ = [
     "MODE_NAMES",

@@ -37,7 +37,6 @@ from pos_agent.agents.context.settings import (
     baseline_settings,
     benchmark_family,
 )
-from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import INTERNAL_ROLES
 
 __all__ = [
@@ -69,7 +68,6 @@ __all__ = [
     "SubgoalMemory",
     "baseline_settings",
     "benchmark_family",
-    "count_tokens",
     "decide_with_lookups",
     "hiagent_resolver",
     "load_embedder",

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.settings import AconSettings
-from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import Message
+from pos_agent.tokens import estimate_tokens
 from pos_agent.transition import Transition, render_transitions
 
 COMPRESSOR_SYSTEM = """You keep the running summary of an agent's work on a task. You get the
@@ -123,7 +123,7 @@ class AconMemory:
 
     def pending_tokens(self) -> int:
         """Tokens the trigger compares with the threshold."""
-        summary = count_tokens(self.summary) if self.summary else 0
+        summary = estimate_tokens(self.summary) if self.summary else 0
         return summary + sum(turn.tokens for turn in self.aged())
 
     def context(self, step: int) -> AconContext:

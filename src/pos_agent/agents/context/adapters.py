@@ -27,7 +27,6 @@ from pos_agent.agents.context.lookups import (
     retrieve_tool,
 )
 from pos_agent.agents.context.pace import PaceContext, PaceMemory
-from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.events import (
     AconContextEvent,
     CompressionEvent,
@@ -37,6 +36,7 @@ from pos_agent.events import (
     SubgoalEvent,
 )
 from pos_agent.roles.schemas import SUBGOAL_FIELD
+from pos_agent.tokens import estimate_tokens
 from pos_agent.transition import Transition
 
 ACON_NOTE = (
@@ -169,7 +169,7 @@ class AconAdapter:
         events.append(
             AconContextEvent(
                 step=step,
-                summary_tokens=count_tokens(summary) if summary else 0,
+                summary_tokens=estimate_tokens(summary) if summary else 0,
                 turns=[turn.step for turn in self.context.turns],
                 pending_tokens=self.memory.pending_tokens(),
                 threshold=self.settings.threshold_tokens,

@@ -21,7 +21,6 @@ from pos_agent.agents.context.relevance import (
     LexicalScorer,
     RelevanceScorer,
 )
-from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import (
     ModelFailure,
     ModelOptions,
@@ -46,6 +45,7 @@ from pos_agent.llm.backend import (
     require_httpx,
     retry_after_s,
 )
+from pos_agent.tokens import estimate_tokens
 
 LEXICAL_SPEC = "tfidf"
 EMBED_SPEC_FORMS = "tfidf, openai:MODEL or dashscope:MODEL"
@@ -218,7 +218,7 @@ def _vectors_of(
     bound = prompt_bound(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
     tokens = plausible_count(sent, bound)
     if tokens is None:
-        tokens = sum(count_tokens(text) for text in batch)
+        tokens = sum(estimate_tokens(text) for text in batch)
     return vectors, tokens
 
 

@@ -26,8 +26,8 @@ from typing import Literal
 from pos_agent.agents.context.calls import ModelCaller
 from pos_agent.agents.context.relevance import RelevanceScorer
 from pos_agent.agents.context.settings import PaceSettings
-from pos_agent.agents.context.tokens import count_tokens
 from pos_agent.llm import Message, loads_bounded
+from pos_agent.tokens import estimate_tokens
 from pos_agent.transition import Transition
 
 Level = Literal["full", "detailed", "brief", "placeholder"]
@@ -243,7 +243,7 @@ class PaceMemory:
             ]
         views += [ChunkView(i, "full", None, None) for i in recent]
         built = PaceContext(step, tuple(views), p, bounds, self.scorer.last_scorer, self.chunks)
-        self.previous_tokens = count_tokens(self.task) + count_tokens(built.render())
+        self.previous_tokens = estimate_tokens(self.task) + estimate_tokens(built.render())
         return built
 
     def glimpse(self, chunk_id: int) -> Glimpse:

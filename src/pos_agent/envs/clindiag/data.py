@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pos_agent.data.clindiag import SECTIONS
 from pos_agent.envs._types import EnvError, TaskSpec
 from pos_agent.envs.clindiag.record import ClinDiagCase
 from pos_agent.envs.tools import locate_data
@@ -31,16 +32,6 @@ JSONL_NAME = "cases.jsonl"
 COMMON_LIST_NAME = "paper_common_sample.txt"
 RARE_PREFIX = "rare"
 """ClinDiag names the cases of its Rare Disease subset rare0 .. rare301."""
-# The seven files of an upstream case folder, and the sections they hold.
-UPSTREAM_FILES = (
-    "initial_information",
-    "medical_history",
-    "physical_examination",
-    "laboratory_test",
-    "radiographic_test",
-    "other_test",
-    "diagnosis",
-)
 
 
 @dataclass
@@ -205,7 +196,7 @@ class ClinDiagData:
                 "`pos envs clindiag` lists the cases."
             )
         raw: dict[str, Any] = {"case_id": case_id}
-        for section in UPSTREAM_FILES:
+        for section in SECTIONS:  # the seven files of an upstream case folder
             path = folder / f"{section}.json"
             if not path.is_file():
                 continue  # upstream leaves out sections a case does not have

@@ -16,6 +16,7 @@ from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, 
 from pos_agent.health.improved import TransitionReading, assess_and_read, read_latest
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
+from pos_agent.monitor.evidence import Evidence, StepEvidence, call_verb
 from pos_agent.monitor.alarm import (
     NO_ADVICE,
     Advice,
@@ -26,7 +27,13 @@ from pos_agent.monitor.alarm import (
 )
 from pos_agent.monitor.inputs import BeliefInput, InputReader, StepInput, observation_key
 from pos_agent.monitor.report import MonitorReport, ProgressFn, ProgressSource, Reading
-from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
+from pos_agent.monitor.volatile import (
+    Normaliser,
+    VolatileRule,
+    meter_advanced,
+    meter_readings,
+    skeleton,
+)
 from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
 from pos_agent.transition import Transition
 
@@ -112,7 +119,8 @@ class TrapMonitor:
         self._window: deque[_Observed] = deque(maxlen=self.config.window)
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
         self._seen: set[str] = set()
-        self._seen_words: set[str] = set()
+        self._foci: set[tuple[frozenset[str], frozenset[str], frozenset[str]]] = set()
+        self._evidence = Evidence()
         self._outputs: set[str] = set()
         self._calls: set[str] = set()
         self._world: WorldKeys | None = None
@@ -162,18 +170,23 @@ class TrapMonitor:
         novel = len(read.world.entities - self._seen)
         if novel:
             self._seen |= read.world.entities
-        if read.source != "observations":
-            novel += self._novel_words(clean)
+        # With a belief or facts, progress is a goal-relevant state never held before in the
+        # episode or a first-seen entity; words of the output the belief does not hold are not.
+        goal_moved = read.source != "observations" and self._new_focus(read)
         label, progress_source = self._progress(action, observation, progress, novel)
+        if goal_moved and progress_source == "novelty":
+            label = 1
         # Model-free, a progress meter of the same call that moved forward is progress (read
         # only when the call repeats: most steps need no meter at all).
         meters = None
-        if progress_source == "novelty" and not label and key.key == self._meter_call:
+        moved = False
+        if key.key == self._meter_call:
             before = self._meter_values
             if before is None:
                 before = meter_readings(self._meter_output)
             meters = meter_readings(observation)
-            if meter_advanced(before, meters):
+            moved = meter_advanced(before, meters)
+            if moved and progress_source == "novelty" and not label:
                 label, progress_source = 1, "meter"
         self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
         output = None if read.source == "observations" else observation_key(clean)
@@ -181,6 +194,7 @@ class TrapMonitor:
         if output is not None and len(self._outputs) < 100_000:
             self._outputs.add(output)
         action_key = self._actions.intern(key)
+        failure = self._inputs.failure(clean)
         action_seen = action_key in self._calls
         if len(self._calls) < 100_000:
             self._calls.add(action_key)
@@ -197,7 +211,7 @@ class TrapMonitor:
             observation_seen=seen_before,
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
-            failure=self._inputs.failure(clean),
+            failure=failure,
             relative=not key.tools and key.words is None,
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
@@ -206,6 +220,15 @@ class TrapMonitor:
         )
         changed = self._world is not None and self._world != read.world
         self._world = read.world
+        evidence = self._evidence.observe(
+            action_key,
+            call_verb(key.tools, key.key),
+            skeleton(clean),
+            None if failure is None else skeleton(failure),
+            progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
+            waiting=step.expected,
+        )
+        self._last_evidence = evidence
         steps = self._window_steps(read)
         latest: TransitionReading | None
         if self.config.diagnosis == "improved":
@@ -215,6 +238,8 @@ class TrapMonitor:
             # what it looked like (exploration or drift, a repeat or a poll).
             report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
         reading: Reading = latest.kind if latest is not None else "starting"
+        if self.config.diagnosis == "improved":
+            report = _with_evidence(report, evidence)
         return self._judge(report, reading, read, progress_source, novel, changed)
 
     # -- alarm -----------------------------------------------------------------------------------
@@ -297,13 +322,17 @@ class TrapMonitor:
 
     # -- inputs ----------------------------------------------------------------------------------
 
-    def _novel_words(self, clean: str) -> int:
-        """Content words of the observation never seen before in this episode."""
-        words = self._inputs.text.keys(clean)[0].entities
-        new = words - self._seen_words
-        if new:
-            self._seen_words |= new
-        return len(new)
+    def _new_focus(self, read: StepInput) -> bool:
+        """The goal-relevant state (the focus) is one never held before in the episode."""
+        focus = read.focus
+        if not (focus.entities or focus.states or focus.relations):
+            return False
+        key = (focus.entities, focus.states, focus.relations)
+        if key in self._foci:
+            return False
+        if len(self._foci) < 100_000:
+            self._foci.add(key)
+        return len(self._foci) > 1
 
     def _normal_poll(self, key: ActionKey, clean: str) -> bool:
         """A call to a polling tool within its allowance of calls in a row."""
@@ -344,3 +373,19 @@ class TrapMonitor:
                 for o in self._window
             ]
         return [o.step for o in self._window]
+
+
+def _with_evidence(report: HealthReport, evidence: StepEvidence) -> HealthReport:
+    """The window's report, trapped where the floor or the semantic rule fires (an exact
+    repeat, or varied attempts failing alike, with no evidence of progress since)."""
+    pattern = evidence.floor or evidence.semantic
+    if pattern is None or (report.trapped and report.pattern is not None):
+        return report
+    return replace(
+        report,
+        ready=True,
+        trapped=True,
+        pattern=pattern,
+        blocked=report.blocked or "achievement",
+        health=min(report.health, 0.0),
+    )

@@ -21,6 +21,7 @@ they hide.
 from pos_agent.monitor.volatile.meters import meter_advanced, meter_readings
 from pos_agent.monitor.volatile.normaliser import Normaliser, normalise
 from pos_agent.monitor.volatile.rules import DEFAULT_RULES, VolatileRule
+from pos_agent.monitor.volatile.skeleton import skeleton
 
 __all__ = [
     "DEFAULT_RULES",
@@ -29,4 +30,5 @@ __all__ = [
     "meter_advanced",
     "meter_readings",
     "normalise",
+    "skeleton",
 ]

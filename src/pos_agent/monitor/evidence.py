@@ -1,0 +1,171 @@
+"""Repeats and progress evidence over the episode: the floor and the semantic loop.
+
+The health window (`pos_agent.health.improved`) reads the shape of the last steps. Two simpler
+questions are asked here, over the whole episode, of every step's output by its skeleton
+(`volatile.skeleton`: digit-bearing tokens of any format masked):
+
+- **What did the step tell that was not known?** An output's *units* are its lines, and the
+  sentences of a line; a unit never seen before in the episode is information. A read-only
+  probe (`inventory`, `look`, `git status`, re-reading a file) that restates what is known
+  tells nothing, however its text differs from the step before.
+- **The floor.** A call made with the same skeleton of output `FLOOR_REPEATS` times within the
+  last `FLOOR_WINDOW` steps is an exact repeat, the rule of a hashed-call proxy made stricter
+  (the output must repeat too). It alarms unless some step since the first of those repeats
+  gave evidence of progress: information not seen before, a progress meter that moved, a
+  progress label, or a change of the goal-relevant state (with a belief or facts).
+- **Semantic loops.** Varied attempts that end in the same failure class: the last
+  `SEMANTIC_REPEATS` attempts that reported a failure (`failures.failure_signature`, masked the
+  same way; one call failing alike on consecutive steps is one attempt) report the same one,
+  within `SEMANTIC_WINDOW` steps, and nothing between them
+  was progress: no meter, label or goal-state change, and no call of a kind that failed there
+  going through (`go north` after `go east` failed; a different command of `bash`). Steps
+  that only look (`cat`, `grep`, `inventory`) do not break the run: they are not attempts.
+  A different failure (a new failure each round, a shrinking list of failures) does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from pos_agent.kinds import TrapPattern
+
+__all__ = ["Evidence", "StepEvidence", "call_verb", "output_units"]
+
+FLOOR_REPEATS = 3
+FLOOR_WINDOW = 10
+SEMANTIC_REPEATS = 3
+SEMANTIC_WINDOW = 10
+_MAX_UNITS = 200_000
+_UNIT_SPLIT = re.compile(r"\n|(?<=[.!?])\s+")
+_SPACES = re.compile(r"\s+")
+_VERB = re.compile(r"[a-z_][\w.-]*")
+
+
+def output_units(skeleton: str) -> frozenset[str]:
+    """The lines of an output skeleton and the sentences within them, spaces collapsed."""
+    units = set()
+    for part in _UNIT_SPLIT.split(skeleton):
+        unit = " ".join(part.split())
+        if unit and any(c.isalnum() for c in unit):
+            units.add(unit)
+    return frozenset(units)
+
+
+def call_verb(tools: tuple[str, ...], key: str) -> str:
+    """What kind of call a call is: a text command's first word (`go`, `examine`); a tool's
+    name, with the first word of its first text argument when it has one (`bash python`,
+    `bash cat`: one tool that runs many commands)."""
+    if not tools:
+        match = _VERB.search(key)
+        return match.group(0) if match else ""
+    name = tools[0]
+    start = key.find('":"')
+    if start < 0:
+        return name
+    match = _VERB.search(key, start + 3)
+    return f"{name} {match.group(0)}" if match else name
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvidence:
+    """What one step gave the floor and the semantic rule."""
+
+    informative: int
+    """Units of the output never seen before in the episode."""
+
+    floor: TrapPattern | None
+    """The floor's alarm: `static` (the repeats in a row) or `cycle`, else None."""
+
+    semantic: TrapPattern | None
+    """The semantic rule's alarm (`drift`; `static` when one call made every attempt)."""
+
+
+class Evidence:
+    """Tracks units seen, exact repeats and failure classes over one episode."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._units: set[str] = set()
+        self._step = 0
+        # (step, call key, skeleton, progress since the previous step of the deque)
+        self._pairs: deque[tuple[int, str, str]] = deque(maxlen=FLOOR_WINDOW)
+        self._progress_steps: deque[int] = deque(maxlen=2 * FLOOR_WINDOW)
+        self._informed_steps: deque[int] = deque(maxlen=2 * FLOOR_WINDOW)
+        # (step, failure class, verb, call key)
+        self._failures: deque[tuple[int, str, str, str]] = deque(maxlen=SEMANTIC_REPEATS)
+        self._passed: dict[str, int] = {}
+        """Per verb: the latest step whose call of that verb reported no failure."""
+
+    def observe(
+        self,
+        call: str,
+        verb: str,
+        skeleton: str,
+        failure: str | None,
+        *,
+        progress: bool,
+        waiting: bool,
+    ) -> StepEvidence:
+        """Record one step: its call key, kind of call, output skeleton, failure class, and
+        whether it showed progress of its own (meter, label, goal state) or was a declared
+        poll within its allowance."""
+        self._step += 1
+        step = self._step
+        units = output_units(skeleton)
+        new = units - self._units
+        if new and len(self._units) < _MAX_UNITS:
+            self._units |= new
+        if progress or waiting:
+            self._progress_steps.append(step)
+        if new:
+            self._informed_steps.append(step)
+        self._pairs.append((step, call, skeleton))
+        floor = self._floor(step, call, skeleton)
+        semantic = self._semantic(step, call, verb, failure)
+        return StepEvidence(len(new), floor, semantic)
+
+    def _since(self, steps: deque[int], first: int) -> bool:
+        return any(s > first for s in steps)
+
+    def _floor(self, step: int, call: str, skeleton: str) -> TrapPattern | None:
+        repeats = [s for s, c, o in self._pairs if c == call and o == skeleton]
+        if len(repeats) < FLOOR_REPEATS:
+            return None
+        first = repeats[-FLOOR_REPEATS]
+        if self._since(self._progress_steps, first) or self._since(
+            self._informed_steps, first
+        ):
+            return None
+        return "static" if repeats[-1] - first == FLOOR_REPEATS - 1 else "cycle"
+
+    def _semantic(
+        self, step: int, call: str, verb: str, failure: str | None
+    ) -> TrapPattern | None:
+        if failure is None:
+            self._passed[verb] = step
+            return None
+        attempts = self._failures
+        if attempts and attempts[-1][0] == step - 1 and attempts[-1][1:] == (failure, verb, call):
+            # The same call failing the same way on the next step again is one attempt
+            # (waited on, or retried at once), not another one.
+            attempts[-1] = (step, failure, verb, call)
+        else:
+            attempts.append((step, failure, verb, call))
+        if len(attempts) < SEMANTIC_REPEATS:
+            return None
+        first = attempts[0][0]
+        if step - first >= SEMANTIC_WINDOW:
+            return None
+        if any(f != failure for _, f, _, _ in attempts):
+            return None
+        if self._since(self._progress_steps, first):
+            return None
+        verbs = {v for _, _, v, _ in attempts}
+        if any(self._passed.get(v, 0) > first for v in verbs):
+            return None
+        calls = {c for _, _, _, c in attempts}
+        return "static" if len(calls) == 1 else "drift"

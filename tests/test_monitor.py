@@ -42,7 +42,8 @@ def test_the_readme_example_runs_and_prints_what_it_says() -> None:
 def test_model_free_repeated_observation_is_static_and_says_where_keys_came_from() -> None:
     monitor = TrapMonitor(goal="open the chest")
     reports = [monitor.observe("look", "You are in a cellar. It is dark.") for _ in range(6)]
-    assert [r.trapped for r in reports] == [False, False, False, False, True, True]
+    # The third identical call and output, with nothing new since the first: the floor.
+    assert [r.trapped for r in reports] == [False, False, True, True, True, True]
     last = reports[-1]
     assert last.pattern == "static" and last.blocked == "achievement"
     assert last.belief_source == "observations" and last.progress_source == "novelty"

@@ -37,6 +37,8 @@ FLOOR_REPEATS = 3
 FLOOR_WINDOW = 10
 SEMANTIC_REPEATS = 3
 SEMANTIC_WINDOW = 10
+SHORT_LINES = 1
+"""An output of at most this many lines is a reply, not a document (a log, a listing)."""
 _MAX_UNITS = 200_000
 _UNIT_SPLIT = re.compile(r"\n|(?<=[.!?])\s+")
 _SPACES = re.compile(r"\s+")
@@ -97,6 +99,7 @@ class Evidence:
         self._informed_steps: deque[int] = deque(maxlen=2 * FLOOR_WINDOW)
         # (step, failure class, verb, call key)
         self._failures: deque[tuple[int, str, str, str]] = deque(maxlen=SEMANTIC_REPEATS)
+        self._failed_at = 0
         self._passed: dict[str, int] = {}
         """Per verb: the latest step whose call of that verb reported no failure."""
 
@@ -125,7 +128,8 @@ class Evidence:
             self._informed_steps.append(step)
         self._pairs.append((step, call, skeleton))
         floor = self._floor(step, call, skeleton)
-        semantic = self._semantic(step, call, verb, failure)
+        short = skeleton.strip().count("\n") < SHORT_LINES
+        semantic = self._semantic(step, call, verb, failure, short)
         return StepEvidence(len(new), floor, semantic)
 
     def _since(self, steps: deque[int], first: int) -> bool:
@@ -143,13 +147,22 @@ class Evidence:
         return "static" if repeats[-1] - first == FLOOR_REPEATS - 1 else "cycle"
 
     def _semantic(
-        self, step: int, call: str, verb: str, failure: str | None
+        self, step: int, call: str, verb: str, failure: str | None, short: bool
     ) -> TrapPattern | None:
         if failure is None:
             self._passed[verb] = step
             return None
         attempts = self._failures
-        if attempts and attempts[-1][0] == step - 1 and attempts[-1][1:] == (failure, verb, call):
+        latest = attempts[-1] if attempts else None
+        after_failure = self._failed_at == step - 1
+        self._failed_at = step
+        if after_failure and not short:
+            # A long output failing right after another failure, with nothing gone through in
+            # between, is read, not the outcome of an attempt (log after log, each holding
+            # the same errors); a short reply that is the failure is an attempt's outcome.
+            if latest is None or latest[1:] != (failure, verb, call):
+                return None
+        if after_failure and latest is not None and latest[1:] == (failure, verb, call):
             # The same call failing the same way on the next step again is one attempt
             # (waited on, or retried at once), not another one.
             attempts[-1] = (step, failure, verb, call)

@@ -100,6 +100,7 @@ class Evidence:
         # (step, failure class, verb, call key)
         self._failures: deque[tuple[int, str, str, str]] = deque(maxlen=SEMANTIC_REPEATS)
         self._failed_at = 0
+        self._latched: tuple[TrapPattern | None, TrapPattern | None] = (None, None)
         self._passed: dict[str, int] = {}
         """Per verb: the latest step whose call of that verb reported no failure."""
 
@@ -130,6 +131,14 @@ class Evidence:
         floor = self._floor(step, call, skeleton)
         short = skeleton.strip().count("\n") < SHORT_LINES
         semantic = self._semantic(step, call, verb, failure, short)
+        # A rule that fired stays on until a step tells something new or shows progress: an
+        # agent going on with other known calls (a probe between repeats) is still stuck.
+        latched_floor, latched_semantic = self._latched
+        if new or progress or waiting:
+            latched_floor = latched_semantic = None
+        floor = floor or latched_floor
+        semantic = semantic or latched_semantic
+        self._latched = (floor, semantic)
         return StepEvidence(len(new), floor, semantic)
 
     def _since(self, steps: deque[int], first: int) -> bool:

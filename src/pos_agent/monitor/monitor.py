@@ -239,7 +239,12 @@ class TrapMonitor:
             report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
         reading: Reading = latest.kind if latest is not None else "starting"
         if self.config.diagnosis == "improved":
-            report = _with_evidence(report, evidence)
+            report = _with_evidence(
+                report,
+                evidence,
+                model_free=read.source == "observations" and failure is None,
+                on=self._since,
+            )
         return self._judge(report, reading, read, progress_source, novel, changed)
 
     # -- alarm -----------------------------------------------------------------------------------
@@ -375,10 +380,26 @@ class TrapMonitor:
         return [o.step for o in self._window]
 
 
-def _with_evidence(report: HealthReport, evidence: StepEvidence) -> HealthReport:
+def _with_evidence(
+    report: HealthReport, evidence: StepEvidence, *, model_free: bool, on: int | None
+) -> HealthReport:
     """The window's report, trapped where the floor or the semantic rule fires (an exact
-    repeat, or varied attempts failing alike, with no evidence of progress since)."""
+    repeat, or varied attempts failing alike, with no evidence of progress since).
+
+    Model-free, the window's drift (varied calls whose outputs show nothing new) does not
+    start an alarm on its own: outputs read as text change with every edit, listing and build,
+    and without a belief there is no state to say the change was beside the goal. It starts
+    one where the output reports a failure (the window's varied attempts that fail alike), the
+    semantic rule agrees, or the alarm is on."""
     pattern = evidence.floor or evidence.semantic
+    if (
+        model_free
+        and on is None
+        and report.trapped
+        and report.pattern == "drift"
+        and evidence.semantic is None
+    ):
+        report = replace(report, trapped=False, blocked=None)
     if pattern is None or (report.trapped and report.pattern is not None):
         return report
     return replace(

@@ -104,6 +104,15 @@ class Evidence:
         self._passed: dict[str, int] = {}
         """Per verb: the latest step whose call of that verb reported no failure."""
 
+    def inform(self, skeleton: str) -> int:
+        """How many units of an output skeleton were never seen before in the episode (and
+        remember them); call once per step, before `observe`."""
+        units = output_units(skeleton)
+        new = units - self._units
+        if new and len(self._units) < _MAX_UNITS:
+            self._units |= new
+        return len(new)
+
     def observe(
         self,
         call: str,
@@ -111,18 +120,16 @@ class Evidence:
         skeleton: str,
         failure: str | None,
         *,
+        informative: int,
         progress: bool,
         waiting: bool,
     ) -> StepEvidence:
-        """Record one step: its call key, kind of call, output skeleton, failure class, and
-        whether it showed progress of its own (meter, label, goal state) or was a declared
-        poll within its allowance."""
+        """Record one step: its call key, kind of call, output skeleton, failure class, how
+        many units it told first (`inform`), and whether it showed progress of its own (meter,
+        label, goal state) or was a declared poll within its allowance."""
         self._step += 1
         step = self._step
-        units = output_units(skeleton)
-        new = units - self._units
-        if new and len(self._units) < _MAX_UNITS:
-            self._units |= new
+        new = informative
         if progress or waiting:
             self._progress_steps.append(step)
         if new:
@@ -139,7 +146,7 @@ class Evidence:
         floor = floor or latched_floor
         semantic = semantic or latched_semantic
         self._latched = (floor, semantic)
-        return StepEvidence(len(new), floor, semantic)
+        return StepEvidence(new, floor, semantic)
 
     def _since(self, steps: deque[int], first: int) -> bool:
         return any(s > first for s in steps)

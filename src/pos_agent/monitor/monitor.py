@@ -170,6 +170,13 @@ class TrapMonitor:
         novel = len(read.world.entities - self._seen)
         if novel:
             self._seen |= read.world.entities
+        shape = skeleton(clean)
+        informative = self._evidence.inform(shape)
+        if read.source == "observations":
+            # Model-free, what the output told that was not known (a line or sentence never
+            # seen, numbers of any format but small plain ones masked) is progress too: a
+            # distance that shrank, a listing of another folder; a restatement is not.
+            novel += informative
         # With a belief or facts, progress is a goal-relevant state never held before in the
         # episode or a first-seen entity; words of the output the belief does not hold are not.
         goal_moved = read.source != "observations" and self._new_focus(read)
@@ -223,8 +230,9 @@ class TrapMonitor:
         evidence = self._evidence.observe(
             action_key,
             call_verb(key.tools, key.key),
-            skeleton(clean),
+            shape,
             None if failure is None else skeleton(failure),
+            informative=informative,
             progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
             waiting=step.expected,
         )

@@ -31,7 +31,9 @@ from pos_agent.monitor.volatile import (
     Normaliser,
     VolatileRule,
     meter_advanced,
+    bare,
     meter_readings,
+    numbers_shrank,
     skeleton,
 )
 from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
@@ -127,6 +129,7 @@ class TrapMonitor:
         self._actions = ActionHistory()
         self._meter_call: str | None = None
         self._meter_output = ""
+        self._meter_shape = ""
         self._meter_values: tuple[float, ...] | None = None
         """`meter_readings(_meter_output)` once read (a call repeated again reads it once)."""
         self._poll_tool: str | None = None
@@ -171,7 +174,7 @@ class TrapMonitor:
         if novel:
             self._seen |= read.world.entities
         shape = skeleton(clean)
-        informative = self._evidence.inform(shape)
+        informative = self._evidence.inform(bare(shape))
         if read.source == "observations":
             # Model-free, what the output told that was not known (a line or sentence never
             # seen, numbers of any format but small plain ones masked) is progress too: a
@@ -192,10 +195,11 @@ class TrapMonitor:
             if before is None:
                 before = meter_readings(self._meter_output)
             meters = meter_readings(observation)
-            moved = meter_advanced(before, meters)
+            moved = meter_advanced(before, meters) or numbers_shrank(self._meter_shape, shape)
             if moved and progress_source == "novelty" and not label:
                 label, progress_source = 1, "meter"
         self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
+        self._meter_shape = shape
         output = None if read.source == "observations" else observation_key(clean)
         seen_before = output is not None and output in self._outputs
         if output is not None and len(self._outputs) < 100_000:

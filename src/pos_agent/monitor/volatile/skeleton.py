@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["skeleton"]
+__all__ = ["bare", "numbers_shrank", "skeleton"]
 
 _TOKEN = re.compile(r"(?<!\w)\w*\d\w*(?:[.:/,+\-]\w+)*")
 _DIGIT = re.compile(r"\d")
@@ -57,3 +57,37 @@ def skeleton(text: str) -> str:
     if len(_CACHE) < _CACHE_LIMIT:
         _CACHE[text] = result
     return result
+
+
+def bare(shape: str) -> str:
+    """A skeleton with its small plain numbers masked too: every digit-bearing token is `#`.
+    What a step told that was not known is read on this form (a clock of any format, a counter
+    of any size, is not news)."""
+    return _TOKEN.sub("#", shape) if _DIGIT.search(shape) is not None else shape
+
+
+def numbers_shrank(before: str, after: str) -> bool:
+    """Two skeletons of the same call's output that differ only in small plain numbers that
+    count something named beside them (`a wall 4 steps forward`, `3 items left`), none of
+    which grew and some of which shrank: a distance that closes, work that is left. Read as
+    progress (a growing number is as often a clock; a number among numbers, a column of a
+    table, says nothing of what it counts)."""
+    if before == after or bare(before) != bare(after):
+        return False
+    old, new = before.split(), after.split()
+    if len(old) != len(new):
+        return False
+    shrank = False
+    for k, (a, b) in enumerate(zip(old, new, strict=True)):
+        if a == b:
+            continue
+        if _KEPT.fullmatch(a) is None or _KEPT.fullmatch(b) is None:
+            return False
+        named = any(_LETTER.search(t) for t in old[max(0, k - 1) : k] + old[k + 1 : k + 2])
+        if float(b) > float(a) or not named:
+            return False
+        shrank = True
+    return shrank
+
+
+_LETTER = re.compile(r"[a-z]")

@@ -60,10 +60,19 @@ def skeleton(text: str) -> str:
 
 
 def bare(shape: str) -> str:
-    """A skeleton with its small plain numbers masked too: every digit-bearing token is `#`.
-    What a step told that was not known is read on this form (a clock of any format, a counter
-    of any size, is not news)."""
-    return _TOKEN.sub("#", shape) if _DIGIT.search(shape) is not None else shape
+    """A skeleton with its small plain numbers masked too: every digit-bearing token is `#`,
+    and a test runner's progress string (`..F.s..`: dots and the outcome letters f, e, s, x) has its
+    marks sorted, since in which order the tests ran is no news. What a step told that was
+    not known is read on this form (a clock of any format, a counter of any size, the order
+    of a shuffled test run)."""
+    if _DIGIT.search(shape) is not None:
+        shape = _TOKEN.sub("#", shape)
+    if ".." in shape:
+        shape = _PROGRESS.sub(lambda m: "".join(sorted(m.group(0))), shape)
+    return shape
+
+
+_PROGRESS = re.compile(r"(?<!\S)(?=[.efsx]*\.[.efsx]*\.)[.efsx]{3,}(?!\S)")
 
 
 def numbers_shrank(before: str, after: str) -> bool:

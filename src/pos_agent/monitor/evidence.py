@@ -99,7 +99,7 @@ class Evidence:
         self._informed_steps: deque[int] = deque(maxlen=2 * FLOOR_WINDOW)
         # (step, failure class, verb, call key)
         self._failures: deque[tuple[int, str, str, str]] = deque(maxlen=SEMANTIC_REPEATS)
-        self._failed_at = 0
+        self._failed_at = -1
         self._latched: tuple[TrapPattern | None, TrapPattern | None] = (None, None)
         self._passed: dict[str, int] = {}
         """Per verb: the latest step whose call of that verb reported no failure."""

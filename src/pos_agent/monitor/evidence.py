@@ -42,17 +42,32 @@ SHORT_LINES = 1
 _MAX_UNITS = 200_000
 _UNIT_SPLIT = re.compile(r"\n|(?<=[.!?])\s+")
 _SPACES = re.compile(r"\s+")
+_PUNCTUATION = ".,;:!?()[]{}<>\"'`"
+_NO_WORDS = frozenset({"#", ""})
 _VERB = re.compile(r"[a-z_][\w.-]*")
 
 
 def output_units(skeleton: str) -> frozenset[str]:
-    """The lines of an output skeleton and the sentences within them, spaces collapsed."""
+    """The lines of an output skeleton and the sentences within them, each as its words in
+    order (a plural as its singular) with punctuation, masked tokens and a word repeated at
+    once left out: a line that only says a word more often, in the plural, or differs in a
+    masked number, tells nothing new."""
     units = set()
     for part in _UNIT_SPLIT.split(skeleton):
-        unit = " ".join(part.split())
-        if unit and any(c.isalnum() for c in unit):
-            units.add(unit)
+        words: list[str] = []
+        for raw in part.split():
+            word = _singular(raw.strip(_PUNCTUATION))
+            if word and word != "#" and (not words or words[-1] != word):
+                words.append(word)
+        if any(c.isalnum() for w in words for c in w):
+            units.add(" ".join(words))
     return frozenset(units)
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
+        return word[:-1]
+    return word
 
 
 def call_verb(tools: tuple[str, ...], key: str) -> str:

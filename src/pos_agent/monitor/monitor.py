@@ -175,7 +175,7 @@ class TrapMonitor:
             self._seen |= read.world.entities
         shape = skeleton(clean)
         informative = self._evidence.inform(bare(shape))
-        if read.source == "observations":
+        if read.source == "observations" and self.config.diagnosis == "improved":
             # Model-free, what the output told that was not known (a line or sentence never
             # seen, numbers of any format but small plain ones masked) is progress too: a
             # distance that shrank, a listing of another folder; a restatement is not.

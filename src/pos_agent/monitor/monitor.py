@@ -254,7 +254,9 @@ class TrapMonitor:
             report = _with_evidence(
                 report,
                 evidence,
-                model_free=read.source == "observations" and failure is None,
+                model_free=read.source == "observations"
+                and progress_source in ("novelty", "meter")
+                and failure is None,
                 on=self._since,
             )
         return self._judge(report, reading, read, progress_source, novel, changed)

@@ -40,6 +40,8 @@ SEMANTIC_WINDOW = 10
 SHORT_LINES = 1
 """An output of at most this many lines is a reply, not a document (a log, a listing)."""
 _MAX_UNITS = 200_000
+_MAX_CACHED = 50_000
+_UNITS: dict[str, frozenset[str]] = {}
 _UNIT_SPLIT = re.compile(r"\n|(?<=[.!?])\s+")
 _SPACES = re.compile(r"\s+")
 _PUNCTUATION = ".,;:!?()[]{}<>\"'`"
@@ -53,15 +55,22 @@ def output_units(skeleton: str) -> frozenset[str]:
     once left out: a line that only says a word more often, in the plural, or differs in a
     masked number, tells nothing new."""
     units = set()
+    strip = _PUNCTUATION
     for part in _UNIT_SPLIT.split(skeleton):
-        words: list[str] = []
-        for raw in part.split():
-            word = _singular(raw.strip(_PUNCTUATION))
-            if word and word != "#" and (not words or words[-1] != word):
-                words.append(word)
-        if any(c.isalnum() for w in words for c in w):
+        # The plural rule of `_singular`, inline (this runs on every line of every output).
+        raw = [
+            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
+            for w in (x.strip(strip) for x in part.split())
+        ]
+        words = [
+            w for i, w in enumerate(raw) if w and w != "#" and (i == 0 or raw[i - 1] != w)
+        ]
+        if words and any(c.isalnum() for c in "".join(words)):
             units.add(" ".join(words))
-    return frozenset(units)
+    found = frozenset(units)
+    if len(_UNITS) < _MAX_CACHED:
+        _UNITS[skeleton] = found
+    return found
 
 
 def _singular(word: str) -> str:

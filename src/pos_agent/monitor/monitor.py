@@ -190,13 +190,13 @@ class TrapMonitor:
         # only when the call repeats: most steps need no meter at all).
         meters = None
         moved = False
-        if key.key == self._meter_call:
+        if not label and key.key == self._meter_call:
             before = self._meter_values
             if before is None:
                 before = meter_readings(self._meter_output)
             meters = meter_readings(observation)
             moved = meter_advanced(before, meters) or numbers_shrank(self._meter_shape, shape)
-            if moved and progress_source == "novelty" and not label:
+            if moved and progress_source == "novelty":
                 label, progress_source = 1, "meter"
         self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
         self._meter_shape = shape

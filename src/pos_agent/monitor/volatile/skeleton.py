@@ -31,6 +31,7 @@ _TOKEN = re.compile(r"(?<!\w)\w*\d\w*(?:[.:/,+\-]\w+)*")
 _DIGIT = re.compile(r"\d")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _CACHE: dict[str, str] = {}
+_BARE: dict[str, str] = {}
 _CACHE_LIMIT = 50_000
 KEEP_DIGITS = 3
 """Plain numbers of at most this many digits are kept (they name or count things)."""
@@ -65,11 +66,15 @@ def bare(shape: str) -> str:
     marks sorted, since in which order the tests ran is no news. What a step told that was
     not known is read on this form (a clock of any format, a counter of any size, the order
     of a shuffled test run)."""
-    if _DIGIT.search(shape) is not None:
-        shape = _TOKEN.sub("#", shape)
-    if ".." in shape:
-        shape = _PROGRESS.sub(lambda m: "".join(sorted(m.group(0))), shape)
-    return shape
+    cached = _BARE.get(shape)
+    if cached is not None:
+        return cached
+    result = _TOKEN.sub("#", shape) if _DIGIT.search(shape) is not None else shape
+    if ".." in result:
+        result = _PROGRESS.sub(lambda m: "".join(sorted(m.group(0))), result)
+    if len(_BARE) < _CACHE_LIMIT:
+        _BARE[shape] = result
+    return result
 
 
 _PROGRESS = re.compile(r"(?<!\S)(?=[.efsx]*\.[.efsx]*\.)[.efsx]{3,}(?!\S)")

@@ -83,7 +83,9 @@ def test_with_facts_new_words_about_unrelated_things_are_not_progress() -> None:
     facts = Facts(world=frozenset(world), goals=frozenset({"in(key, box)"}))
     adjectives = ["dusty", "gilded", "cracked", "ornate", "faded", "tall", "narrow", "crooked"]
     reports = [
-        monitor.observe(f"examine painting {n}", f"The painting is {word} and {word}er still.", facts)
+        monitor.observe(
+            f"examine painting {n}", f"The painting is {word} and {word}er still.", facts
+        )
         for n, word in enumerate(adjectives)
     ]
     assert reports[-1].trapped

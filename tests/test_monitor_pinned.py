@@ -47,7 +47,7 @@ def _run(stream_name: str, health: str) -> tuple[str, str]:
 
 
 PINNED: dict[tuple[str, str], tuple[str, str]] = {
-    ('text', 'improved'): (
+    ("text", "improved"): (
         "-.- s.- sSi sS- sS- sSb sSb sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- cCi "
         "cC- cC- cCb cCb cCb cCb sCb sCs sCs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs "
         "sSs uSs cSs cSs cCs cCs cCs cCs cCs cCs cCs cCs p.- p.- p.- p.- p.- p.- p.- p.- "
@@ -58,7 +58,7 @@ PINNED: dict[tuple[str, str], tuple[str, str]] = {
         "p.- p.- u.- c.- cCi cC- cC- cCb cCb cCb",
         "b3c2c331c7f3d221",
     ),
-    ('text', 'paper'): (
+    ("text", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- c.- "
         "c.- c.- c.- c.- c.- c.- sSi sS- sS- sSb sSb sSb sSb sSb sSs sSs sSs sSs sSs sSs "
         "sSs u.- c.- c.- c.- c.- c.- c.- c.- c.- c.- c.- p.- p.- p.- p.- p.- p.- p.- p.- "
@@ -69,7 +69,7 @@ PINNED: dict[tuple[str, str], tuple[str, str]] = {
         "u.- p.- u.- c.- c.- c.- c.- c.- c.- c.-",
         "82591c89f0047d7f",
     ),
-    ('tools', 'improved'): (
+    ("tools", "improved"): (
         "-.- s.- sSi sS- sS- sSb sSb sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- c.- cCi cC- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- u.- s.- sSi sS- sS- sSb sSb sSb uS- uS- cSs cCs cCs cCs cCs cCs cCs cCs p.- "
@@ -80,7 +80,7 @@ PINNED: dict[tuple[str, str], tuple[str, str]] = {
         "p.- u.- s.- sSi sS- sS- sSb sSb sSb p.-",
         "8e42729320aa686d",
     ),
-    ('tools', 'paper'): (
+    ("tools", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- c.- c.- c.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- u.- s.- s.- s.- s.- sSi sS- sS- u.- u.- c.- c.- c.- c.- c.- c.- c.- c.- p.- "

@@ -62,9 +62,7 @@ def output_units(skeleton: str) -> frozenset[str]:
             w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
             for w in (x.strip(strip) for x in part.split())
         ]
-        words = [
-            w for i, w in enumerate(raw) if w and w != "#" and (i == 0 or raw[i - 1] != w)
-        ]
+        words = [w for i, w in enumerate(raw) if w and w != "#" and (i == 0 or raw[i - 1] != w)]
         if words and any(c.isalnum() for c in "".join(words)):
             units.add(" ".join(words))
     found = frozenset(units)
@@ -180,9 +178,7 @@ class Evidence:
         if len(repeats) < FLOOR_REPEATS:
             return None
         first = repeats[-FLOOR_REPEATS]
-        if self._since(self._progress_steps, first) or self._since(
-            self._informed_steps, first
-        ):
+        if self._since(self._progress_steps, first) or self._since(self._informed_steps, first):
             return None
         return "static" if repeats[-1] - first == FLOOR_REPEATS - 1 else "cycle"
 
@@ -196,13 +192,13 @@ class Evidence:
         latest = attempts[-1] if attempts else None
         after_failure = self._failed_at == step - 1
         self._failed_at = step
-        if after_failure and not short:
+        same = latest is not None and latest[1:] == (failure, verb, call)
+        if after_failure and not short and not same:
             # A long output failing right after another failure, with nothing gone through in
             # between, is read, not the outcome of an attempt (log after log, each holding
             # the same errors); a short reply that is the failure is an attempt's outcome.
-            if latest is None or latest[1:] != (failure, verb, call):
-                return None
-        if after_failure and latest is not None and latest[1:] == (failure, verb, call):
+            return None
+        if after_failure and same:
             # The same call failing the same way on the next step again is one attempt
             # (waited on, or retried at once), not another one.
             attempts[-1] = (step, failure, verb, call)

@@ -16,7 +16,6 @@ from pos_agent.health import HealthConfig, HealthReport, WindowStep, WorldKeys, 
 from pos_agent.health.improved import TransitionReading, assess_and_read, read_latest
 from pos_agent.health.window import Diagnosis
 from pos_agent.monitor.actions import ActionHistory, ActionKey, canonical_action
-from pos_agent.monitor.evidence import Evidence, StepEvidence, call_verb
 from pos_agent.monitor.alarm import (
     NO_ADVICE,
     Advice,
@@ -25,13 +24,14 @@ from pos_agent.monitor.alarm import (
     advise,
     escalation_for,
 )
+from pos_agent.monitor.evidence import Evidence, StepEvidence, call_verb
 from pos_agent.monitor.inputs import BeliefInput, InputReader, StepInput, observation_key
 from pos_agent.monitor.report import MonitorReport, ProgressFn, ProgressSource, Reading
 from pos_agent.monitor.volatile import (
     Normaliser,
     VolatileRule,
-    meter_advanced,
     bare,
+    meter_advanced,
     meter_readings,
     numbers_shrank,
     skeleton,

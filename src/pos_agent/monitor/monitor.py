@@ -170,45 +170,18 @@ class TrapMonitor:
             return self._exempt_report()
         clean = self.normalise(observation)
         read = self._inputs.read(clean, belief)
-        novel = len(read.world.entities - self._seen)
-        if novel:
-            self._seen |= read.world.entities
-        shape = skeleton(clean)
-        informative = self._evidence.inform(bare(shape))
-        if read.source == "observations" and self.config.diagnosis == "improved":
-            # Model-free, what the output told that was not known (a line or sentence never
-            # seen, numbers of any format but small plain ones masked) is progress too: a
-            # distance that shrank, a listing of another folder; a restatement is not.
-            novel += informative
-        # With a belief or facts, progress is a goal-relevant state never held before in the
-        # episode or a first-seen entity; words of the output the belief does not hold are not.
-        goal_moved = read.source != "observations" and self._new_focus(read)
+        novel, shape, informative, goal_moved = self._novelty(read, clean)
         label, progress_source = self._progress(action, observation, progress, novel)
         if goal_moved and progress_source == "novelty":
             label = 1
-        # Model-free, a progress meter of the same call that moved forward is progress (read
-        # only when the call repeats: most steps need no meter at all).
-        meters = None
-        moved = False
-        if not label and key.key == self._meter_call:
-            before = self._meter_values
-            if before is None:
-                before = meter_readings(self._meter_output)
-            meters = meter_readings(observation)
-            moved = meter_advanced(before, meters) or numbers_shrank(self._meter_shape, shape)
-            if moved and progress_source == "novelty":
-                label, progress_source = 1, "meter"
-        self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
-        self._meter_shape = shape
+        moved = self._meter_moved(key.key, observation, shape, read=not label)
+        if moved and progress_source == "novelty":
+            label, progress_source = 1, "meter"
         output = None if read.source == "observations" else observation_key(clean)
-        seen_before = output is not None and output in self._outputs
-        if output is not None and len(self._outputs) < 100_000:
-            self._outputs.add(output)
+        seen_before = self._remember(self._outputs, output)
         action_key = self._actions.intern(key)
         failure = self._inputs.failure(clean)
-        action_seen = action_key in self._calls
-        if len(self._calls) < 100_000:
-            self._calls.add(action_key)
+        action_seen = self._remember(self._calls, action_key)
         step = WindowStep(
             read.world,
             read.focus,
@@ -241,15 +214,7 @@ class TrapMonitor:
             waiting=step.expected,
         )
         self._last_evidence = evidence
-        steps = self._window_steps(read)
-        latest: TransitionReading | None
-        if self.config.diagnosis == "improved":
-            report, latest = assess_and_read(steps, self.config)
-        else:
-            # Eq. 5-6 judge the window; the step is still read as improved reads it, to name
-            # what it looked like (exploration or drift, a repeat or a poll).
-            report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
-        reading: Reading = latest.kind if latest is not None else "starting"
+        report, reading = self._assess(read)
         if self.config.diagnosis == "improved":
             report = _with_evidence(
                 report,
@@ -260,6 +225,62 @@ class TrapMonitor:
                 on=self._since,
             )
         return self._judge(report, reading, read, progress_source, novel, changed)
+
+    def _novelty(self, read: StepInput, clean: str) -> tuple[int, str, int, bool]:
+        """First-seen things of a step: (novel, the output's skeleton, units of information
+        never seen, a goal-relevant state never held)."""
+        novel = len(read.world.entities - self._seen)
+        if novel:
+            self._seen |= read.world.entities
+        shape = skeleton(clean)
+        informative = self._evidence.inform(bare(shape))
+        if read.source == "observations" and self.config.diagnosis == "improved":
+            # Model-free, what the output told that was not known (a line or sentence never
+            # seen, numbers of any format masked) is progress too: a listing of another
+            # folder, a new error; a restatement is not.
+            novel += informative
+        # With a belief or facts, progress is a goal-relevant state never held before in the
+        # episode or a first-seen entity; words of the output the belief does not hold are not.
+        goal_moved = read.source != "observations" and self._new_focus(read)
+        return novel, shape, informative, goal_moved
+
+    @staticmethod
+    def _remember(seen: set[str], key: str | None) -> bool:
+        """Whether `key` was seen before (None: never); remembers it (up to 100,000 keys)."""
+        if key is None:
+            return False
+        before = key in seen
+        if not before and len(seen) < 100_000:
+            seen.add(key)
+        return before
+
+    def _assess(self, read: StepInput) -> tuple[HealthReport, Reading]:
+        """The window's report and how its latest transition was read."""
+        steps = self._window_steps(read)
+        latest: TransitionReading | None
+        if self.config.diagnosis == "improved":
+            report, latest = assess_and_read(steps, self.config)
+        else:
+            # Eq. 5-6 judge the window; the step is still read as improved reads it, to name
+            # what it looked like (exploration or drift, a repeat or a poll).
+            report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
+        return report, latest.kind if latest is not None else "starting"
+
+    def _meter_moved(self, call: str, observation: str, shape: str, *, read: bool) -> bool:
+        """Model-free, a progress meter of the same call that moved forward (`27%` then `37%`)
+        or a small count named beside it that shrank (read only when the call repeats: most
+        steps need no meter at all, nor a step already read as progress)."""
+        meters = None
+        moved = False
+        if read and call == self._meter_call:
+            before = self._meter_values
+            if before is None:
+                before = meter_readings(self._meter_output)
+            meters = meter_readings(observation)
+            moved = meter_advanced(before, meters) or numbers_shrank(self._meter_shape, shape)
+        self._meter_call, self._meter_output, self._meter_values = call, observation, meters
+        self._meter_shape = shape
+        return moved
 
     # -- alarm -----------------------------------------------------------------------------------
 

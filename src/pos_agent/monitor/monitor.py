@@ -7,6 +7,7 @@ diagnosis (`pos_agent.health`) and the alarm (`alarm.py`) says what to do; the v
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -38,6 +39,8 @@ from pos_agent.monitor.volatile import (
 )
 from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
 from pos_agent.transition import Transition
+
+_HAS_DIGIT = re.compile(r"\d")
 
 
 @dataclass(slots=True)
@@ -174,7 +177,7 @@ class TrapMonitor:
         label, progress_source = self._progress(action, observation, progress, novel)
         if goal_moved and progress_source == "novelty":
             label = 1
-        moved = self._meter_moved(key.key, observation, shape, read=not label)
+        moved = self._meter_moved(key.key, observation, shape)
         if moved and progress_source == "novelty":
             label, progress_source = 1, "meter"
         output = None if read.source == "observations" else observation_key(clean)
@@ -229,15 +232,19 @@ class TrapMonitor:
     def _novelty(self, read: StepInput, clean: str) -> tuple[int, str, int, bool]:
         """First-seen things of a step: (novel, the output's skeleton, units of information
         never seen, a goal-relevant state never held)."""
-        novel = len(read.world.entities - self._seen)
+        new = read.world.entities - self._seen
+        novel = len(new)
         if novel:
             self._seen |= read.world.entities
         shape = skeleton(clean)
         informative = self._evidence.inform(bare(shape))
         if read.source == "observations" and self.config.diagnosis == "improved":
-            # Model-free, what the output told that was not known (a line or sentence never
-            # seen, numbers of any format masked) is progress too: a listing of another
-            # folder, a new error; a restatement is not.
+            # Model-free, a word that bears a digit (`etl-w2`, `build7`) is masked as the
+            # skeleton masks it: it is no first-seen thing. What the output told that was not
+            # known (a line or sentence never seen, numbers of any format masked) is progress
+            # too: a listing of another folder, a new error; a restatement is not.
+            if novel:
+                novel -= sum(1 for word in new if _HAS_DIGIT.search(word) is not None)
             novel += informative
         # With a belief or facts, progress is a goal-relevant state never held before in the
         # episode or a first-seen entity; words of the output the belief does not hold are not.
@@ -266,13 +273,13 @@ class TrapMonitor:
             report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
         return report, latest.kind if latest is not None else "starting"
 
-    def _meter_moved(self, call: str, observation: str, shape: str, *, read: bool) -> bool:
+    def _meter_moved(self, call: str, observation: str, shape: str) -> bool:
         """Model-free, a progress meter of the same call that moved forward (`27%` then `37%`)
         or a small count named beside it that shrank (read only when the call repeats: most
-        steps need no meter at all, nor a step already read as progress)."""
+        steps need no meter at all)."""
         meters = None
         moved = False
-        if read and call == self._meter_call:
+        if call == self._meter_call:
             before = self._meter_values
             if before is None:
                 before = meter_readings(self._meter_output)

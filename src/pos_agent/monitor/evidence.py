@@ -42,39 +42,34 @@ SHORT_LINES = 1
 _MAX_UNITS = 200_000
 _MAX_CACHED = 50_000
 _UNITS: dict[str, frozenset[str]] = {}
-_UNIT_SPLIT = re.compile(r"\n|(?<=[.!?])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+")
 _SPACES = re.compile(r"\s+")
-_PUNCTUATION = ".,;:!?()[]{}<>\"'`"
-_NO_WORDS = frozenset({"#", ""})
+_PUNCTUATION = re.compile(r"[.,;:!?()\[\]{}<>\"'`]+")
+_PLURAL = re.compile(r"\b(\w{2,}[^\Ws])s\b")
+_MASKED = re.compile(r"(?<!\S)#(?!\S)")
+_REPEATED = re.compile(r"\b(\w+)(?:[ \t]+\1\b)+")
+_ALNUM = re.compile(r"[^\W_]")
 _VERB = re.compile(r"[a-z_][\w.-]*")
 
 
 def output_units(skeleton: str) -> frozenset[str]:
     """The lines of an output skeleton and the sentences within them, each as its words in
-    order (a plural as its singular) with punctuation, masked tokens and a word repeated at
-    once left out: a line that only says a word more often, in the plural, or differs in a
-    masked number, tells nothing new."""
-    units = set()
-    strip = _PUNCTUATION
-    for part in _UNIT_SPLIT.split(skeleton):
-        # The plural rule of `_singular`, inline (this runs on every line of every output).
-        raw = [
-            w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
-            for w in (x.strip(strip) for x in part.split())
-        ]
-        words = [w for i, w in enumerate(raw) if w and w != "#" and (i == 0 or raw[i - 1] != w)]
-        if words and any(c.isalnum() for c in "".join(words)):
-            units.add(" ".join(words))
-    found = frozenset(units)
+    order, with punctuation and masked tokens left out, a plural as its singular and a word
+    said again at once said once: a line that only says a word more often, in the plural, or
+    differs in a masked number, tells nothing new. (Regular expressions over the whole text:
+    this runs on every new output.)"""
+    cached = _UNITS.get(skeleton)
+    if cached is not None:
+        return cached
+    text = _SENTENCE_END.sub("\n", skeleton)
+    text = _PUNCTUATION.sub(" ", text)
+    text = _PLURAL.sub(r"\1", text)
+    text = _MASKED.sub(" ", text)
+    text = _REPEATED.sub(r"\1", text)
+    found = frozenset({" ".join(line.split()) for line in text.split("\n") if _ALNUM.search(line)})
     if len(_UNITS) < _MAX_CACHED:
         _UNITS[skeleton] = found
     return found
-
-
-def _singular(word: str) -> str:
-    if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
-        return word[:-1]
-    return word
 
 
 def call_verb(tools: tuple[str, ...], key: str) -> str:
@@ -114,6 +109,7 @@ class Evidence:
 
     def reset(self) -> None:
         self._units: set[str] = set()
+        self._outputs: set[str] = set()
         self._step = 0
         # (step, call key, skeleton, progress since the previous step of the deque)
         self._pairs: deque[tuple[int, str, str]] = deque(maxlen=FLOOR_WINDOW)
@@ -129,8 +125,11 @@ class Evidence:
     def inform(self, skeleton: str) -> int:
         """How many units of an output skeleton were never seen before in the episode (and
         remember them); call once per step, before `observe`."""
-        units = output_units(skeleton)
-        new = units - self._units
+        if skeleton in self._outputs:
+            return 0  # the whole output again: every unit of it is known
+        if len(self._outputs) < _MAX_UNITS:
+            self._outputs.add(skeleton)
+        new = output_units(skeleton) - self._units
         if new and len(self._units) < _MAX_UNITS:
             self._units |= new
         return len(new)

@@ -207,18 +207,18 @@ class TrapMonitor:
         )
         changed = self._world is not None and self._world != read.world
         self._world = read.world
-        evidence = self._evidence.observe(
-            action_key,
-            call_verb(key.tools, key.key),
-            shape,
-            None if failure is None else skeleton(failure),
-            informative=informative,
-            progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
-            waiting=step.expected,
-        )
-        self._last_evidence = evidence
         report, reading = self._assess(read)
         if self.config.diagnosis == "improved":
+            evidence = self._evidence.observe(
+                action_key,
+                call_verb(key.tools, key.key),
+                shape,
+                None if failure is None else skeleton(failure),
+                informative=informative,
+                progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
+                waiting=step.expected,
+            )
+            self._last_evidence = evidence
             report = _with_evidence(
                 report,
                 evidence,
@@ -236,9 +236,14 @@ class TrapMonitor:
         novel = len(new)
         if novel:
             self._seen |= read.world.entities
+        # With a belief or facts, progress is a goal-relevant state never held before in the
+        # episode or a first-seen entity; words of the output the belief does not hold are not.
+        goal_moved = read.source != "observations" and self._new_focus(read)
+        if self.config.diagnosis != "improved":
+            return novel, "", 0, goal_moved  # Eq. 5-6 read no skeletons
         shape = skeleton(clean)
         informative = self._evidence.inform(bare(shape))
-        if read.source == "observations" and self.config.diagnosis == "improved":
+        if read.source == "observations":
             # Model-free, a word that bears a digit (`etl-w2`, `build7`) is masked as the
             # skeleton masks it: it is no first-seen thing. What the output told that was not
             # known (a line or sentence never seen, numbers of any format masked) is progress
@@ -246,9 +251,6 @@ class TrapMonitor:
             if novel:
                 novel -= sum(1 for word in new if _HAS_DIGIT.search(word) is not None)
             novel += informative
-        # With a belief or facts, progress is a goal-relevant state never held before in the
-        # episode or a first-seen entity; words of the output the belief does not hold are not.
-        goal_moved = read.source != "observations" and self._new_focus(read)
         return novel, shape, informative, goal_moved
 
     @staticmethod

@@ -126,6 +126,8 @@ class TrapMonitor:
         self._seen: set[str] = set()
         self._foci: set[tuple[frozenset[str], frozenset[str], frozenset[str]]] = set()
         self._evidence = Evidence()
+        self._last_evidence: StepEvidence | None = None
+        """What the floor and the semantic rule made of the latest step (improved only)."""
         self._outputs: set[str] = set()
         self._calls: set[str] = set()
         self._world: WorldKeys | None = None

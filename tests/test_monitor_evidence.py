@@ -233,3 +233,35 @@ def test_output_units_are_lines_and_sentences() -> None:
     assert output_units("a b. c d!\n\ne f\n  --  ") == frozenset({"a b", "c d", "e f"})
     # A word said again at once, a plural, a masked number: no new unit.
     assert output_units("the bells ring ring # times") == output_units("the bell ring time")
+
+
+def test_a_rerun_after_only_reading_is_no_new_attempt() -> None:
+    """The same failing call again with only known calls between (nothing was tried) is one
+    attempt re-run; a call never made before between (an edit) makes the next failure a new
+    attempt, and three of them failing alike are a semantic loop."""
+
+    def semantic(steps: list[tuple[str, str, str | None, bool]]) -> str | None:
+        evidence = Evidence()
+        found = None
+        for key, output, failure, new_call in steps:
+            shape = skeleton(normalise(output))
+            found = evidence.observe(
+                key,
+                call_verb(("bash",), key),
+                shape,
+                failure,
+                informative=evidence.inform(bare(shape)),
+                progress=False,
+                waiting=False,
+                new_call=new_call,
+            ).semantic
+        return found
+
+    fail = 'bash {"command":"pytest t.py"}', "FAILED test_a - KeyError", "keyerror"
+    read = 'bash {"command":"cat t.py"}', "def test_a(): d['b']", None
+    reread = [(*read, True), (*fail, True), (*read, False), (*fail, False), (*read, False)]
+    assert semantic([*reread, (*fail, False)]) is None
+    edits = []
+    for n in range(3):
+        edits += [(f'bash {{"command":"sed -i s/{n}/x/ t.py"}}', "", None, True), (*fail, n == 0)]
+    assert semantic(edits) == "static"

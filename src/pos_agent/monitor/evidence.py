@@ -118,6 +118,9 @@ class Evidence:
         # (step, failure class, verb, call key)
         self._failures: deque[tuple[int, str, str, str]] = deque(maxlen=SEMANTIC_REPEATS)
         self._failed_at = -1
+        self._varied = False
+        """A call never made before came since the latest failure report (something was
+        tried): the next failure is the outcome of a new attempt."""
         self._latched: tuple[TrapPattern | None, TrapPattern | None] = (None, None)
         self._passed: dict[str, int] = {}
         """Per verb: the latest step whose call of that verb reported no failure."""
@@ -144,6 +147,7 @@ class Evidence:
         informative: int,
         progress: bool,
         waiting: bool,
+        new_call: bool = True,
     ) -> StepEvidence:
         """Record one step: its call key, kind of call, output skeleton, failure class, how
         many units it told first (`inform`), and whether it showed progress of its own (meter,
@@ -151,6 +155,7 @@ class Evidence:
         self._step += 1
         step = self._step
         new = informative
+        self._varied = self._varied or new_call
         if progress or waiting:
             self._progress_steps.append(step)
         if new:
@@ -197,9 +202,10 @@ class Evidence:
             # between, is read, not the outcome of an attempt (log after log, each holding
             # the same errors); a short reply that is the failure is an attempt's outcome.
             return None
-        if after_failure and same:
-            # The same call failing the same way on the next step again is one attempt
-            # (waited on, or retried at once), not another one.
+        varied, self._varied = self._varied, False
+        if same and (after_failure or not varied):
+            # The same call failing the same way again, at once or after only known calls
+            # (reads, a retry), is one attempt waited on or re-run, not another one.
             attempts[-1] = (step, failure, verb, call)
         else:
             attempts.append((step, failure, verb, call))

@@ -219,6 +219,7 @@ class TrapMonitor:
                 informative=informative,
                 progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
                 waiting=step.expected,
+                new_call=not action_seen,
             )
             self._last_evidence = evidence
             report = _with_evidence(

@@ -41,9 +41,9 @@ SPECIAL = {
 PRINTS = {
     "monitor-example": ["5 cycle ('go to the kitchen',)"],
     "monitor-tools-example": [
-        "5 inject",
-        *(f"{attempt} block True" for attempt in range(8, 13)),
-        "13 stop",
+        "3 inject",
+        *(f"{attempt} block True" for attempt in range(6, 11)),
+        "11 stop",
     ],
     "backend-register": ["parrot: hello"],
     "own-agent-example": ["['contradicts_observation']"],
@@ -159,11 +159,11 @@ def test_the_readme_serve_example_reads_the_verdict_from_a_real_proxy() -> None:
 
     code = _block(README, "serve-example")
     assert "http://127.0.0.1:8765/v1" in code
-    # An agent that has read the same file five times, with the same output each time.
+    # An agent that has read the same file three times, with the same output each time.
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Find out why app.py exits with status 1."}
     ]
-    for turn in range(5):
+    for turn in range(3):
         history += [
             {"role": "assistant", "content": None, "tool_calls": [_read_call(turn)]},
             {"role": "tool", "tool_call_id": f"call_{turn}", "content": "def main(): exit(1)"},

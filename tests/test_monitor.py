@@ -42,7 +42,8 @@ def test_the_readme_example_runs_and_prints_what_it_says() -> None:
 def test_model_free_repeated_observation_is_static_and_says_where_keys_came_from() -> None:
     monitor = TrapMonitor(goal="open the chest")
     reports = [monitor.observe("look", "You are in a cellar. It is dark.") for _ in range(6)]
-    assert [r.trapped for r in reports] == [False, False, False, False, True, True]
+    # The third identical call and output, with nothing new since the first: the floor.
+    assert [r.trapped for r in reports] == [False, False, True, True, True, True]
     last = reports[-1]
     assert last.pattern == "static" and last.blocked == "achievement"
     assert last.belief_source == "observations" and last.progress_source == "novelty"
@@ -68,11 +69,17 @@ FIDDLING = ["stir", "wait", "listen", "stir gently", "wait a bit", "listen again
 
 
 def test_a_progress_label_or_callable_replaces_novelty() -> None:
-    unlabelled, labelled = TrapMonitor(goal="stir the pot"), TrapMonitor(goal="stir the pot")
+    unlabelled = TrapMonitor(goal="stir the pot")
+    labelled_no, labelled = TrapMonitor(goal="stir the pot"), TrapMonitor(goal="stir the pot")
     for i in range(6):
-        stuck = unlabelled.observe(FIDDLING[i], stirring(i))
+        free = unlabelled.observe(FIDDLING[i], stirring(i))
+        stuck = labelled_no.observe(FIDDLING[i], stirring(i), progress=0)
         report = labelled.observe(FIDDLING[i], stirring(i), progress=1)
-    assert stuck.trapped and stuck.pattern == "drift" and stuck.progress_source == "novelty"
+    # Model-free and unlabelled, varied calls whose text shows nothing new and reports no
+    # failure start no drift alarm (the text alone cannot say the change was beside the goal);
+    # a label of no progress says it.
+    assert not free.trapped and free.progress_source == "novelty"
+    assert stuck.trapped and stuck.pattern == "drift" and stuck.progress_source == "label"
     assert not report.trapped and report.progress_source == "label"
 
     steps = iter(range(100))

@@ -48,15 +48,15 @@ def _run(stream_name: str, health: str) -> tuple[str, str]:
 
 PINNED: dict[tuple[str, str], tuple[str, str]] = {
     ("text", "improved"): (
-        "-.- s.- s.- s.- sSi sS- sS- sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- cCi "
+        "-.- s.- sSi sS- sS- sSb sSb sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- cCi "
         "cC- cC- cCb cCb cCb cCb sCb sCs sCs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs sSs "
         "sSs uSs cSs cSs cCs cCs cCs cCs cCs cCs cCs cCs p.- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- p.- p.- p.- p.- c.- c.- cCi cC- p.- p.- p.- p.- p.- p.- u.- c.- p.- u.- c.- "
+        "p.- p.- p.- p.- p.- c.- c.- cCi cC- p.- p.- p.- p.- p.- p.- p.- c.- p.- u.- c.- "
         "cCi cC- cC- cCb cCb cCb cCb sCb sCs sCs sSs sSs sSs sSs uSs p.- p.- p.- p.- p.- "
-        "p.- p.- p.- p.- p.- p.- u.- u.- c.- u.- s.- cCi cC- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- c.- c.- cCi cC- cC- cCb uCb u.- c.- "
-        "u.- p.- u.- c.- cCi cC- cC- cCb cCb cCb",
-        "d6a36691f7fc4a77",
+        "p.- p.- p.- p.- p.- p.- p.- p.- c.- p.- s.- c.- cCi p.- p.- p.- p.- p.- p.- p.- "
+        "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- c.- c.- cCi cC- cC- cCb p.- p.- c.- "
+        "p.- p.- u.- c.- cCi cC- cC- cCb cCb cCb",
+        "b3c2c331c7f3d221",
     ),
     ("text", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- d.- c.- c.- "
@@ -70,15 +70,15 @@ PINNED: dict[tuple[str, str], tuple[str, str]] = {
         "82591c89f0047d7f",
     ),
     ("tools", "improved"): (
-        "-.- s.- s.- s.- sSi sS- sS- sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
+        "-.- s.- sSi sS- sS- sSb sSb sSb sSb p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- c.- cCi cC- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- u.- s.- s.- sSi sS- sS- sSb sSb uS- u.- c.- cCi cC- cC- cCb cCb cCb cCb p.- "
+        "p.- u.- s.- sSi sS- sS- sSb sSb sSb uS- uS- cSs cCs cCs cCs cCs cCs cCs cCs p.- "
         "p.- p.- p.- p.- p.- p.- u.- u.- c.- cCi cC- cC- cCb sCb cCb cCb cCb cCs cCs p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
         "p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
-        "p.- u.- s.- s.- sSi p.- p.- p.- p.- p.- p.- p.- p.- p.- u.- p.- p.- p.- p.- p.- "
-        "p.- u.- s.- s.- sSi sS- sS- sSb sSb p.-",
-        "423287df90409cd9",
+        "p.- u.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "
+        "p.- u.- s.- sSi sS- sS- sSb sSb sSb p.-",
+        "8e42729320aa686d",
     ),
     ("tools", "paper"): (
         "-.- s.- s.- s.- s.- s.- s.- sSi sS- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- p.- "

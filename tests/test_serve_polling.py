@@ -140,3 +140,47 @@ def test_the_adapters_take_the_same_options(tmp_path: Path) -> None:
     plain = Guard(goal="deploy the service")
     run(plain)
     assert next(r.step for r in plain.reports if r.advice.kind == "block") < 12
+
+
+def test_a_moving_meter_through_pos_serve_is_never_nudged_or_blocked(tmp_path: Path) -> None:
+    """An undeclared status poll whose replies move forward (`k of 9 replicas`, a percentage)
+    is progress to the monitor behind `pos serve`: no note, no refusal, all nine polls run."""
+    from openai import OpenAI
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        if done >= 9:
+            return {"content": "The rollout is complete."}
+        return {"tool_calls": [("job_status", {"job": "rollout-3"})]}
+
+    upstream = Upstream(script)
+    with serving(upstream, policy="block", trace_dir=tmp_path) as (url, _):
+        client: Any = OpenAI(
+            base_url=url, api_key=KEY, max_retries=0, default_headers={"X-PoS-Session": "meter"}
+        )
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "Roll out the new version and wait until it is done."}
+        ]
+        ran, headers, text = 0, [], None
+        for _ in range(15):
+            raw = client.chat.completions.with_raw_response.create(
+                model="fake", messages=messages, tools=[STATUS_TOOL]
+            )
+            headers.append(dict(raw.headers))
+            answer = raw.parse().choices[0].message
+            text = answer.content
+            if not answer.tool_calls:
+                break
+            messages.append(answer.model_dump(exclude_none=True))
+            for call in answer.tool_calls:
+                ran += 1
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "content": f"rollout-3: {ran} of 9 replicas ready ({ran * 11}%)",
+                    }
+                )
+    assert ran == 9 and text == "The rollout is complete."
+    assert all(h["x-pos-trapped"] == "false" for h in headers)
+    assert NOTE_PREFIX not in json.dumps(upstream.bodies)

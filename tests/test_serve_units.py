@@ -363,7 +363,7 @@ def test_forwarded_json_keeps_the_agents_own_fields(tmp_path: Path) -> None:
     with serving(upstream, policy="nudge", trace_dir=tmp_path) as (url, _):
         body = {
             "model": "m",
-            "messages": _loop_history(6),
+            "messages": _loop_history(4),
             "temperature": 0.3,
             "seed": 7,
             "tool_choice": "auto",
@@ -380,8 +380,9 @@ def test_forwarded_json_keeps_the_agents_own_fields(tmp_path: Path) -> None:
     notes = [m for m in sent["messages"] if NUDGE_MARK in (m.get("content") or "")]
     theirs = [m for m in sent["messages"] if m not in notes]
     assert json.dumps(theirs) == json.dumps(body["messages"])
-    # The onset was step 5 of the 6: its note follows the 5th tool result.
-    assert len(notes) == 1 and sent["messages"].index(notes[0]) == 11
+    # The onset was step 3 of the 4 (the third identical call and output): its note follows
+    # the 3rd tool result.
+    assert len(notes) == 1 and sent["messages"].index(notes[0]) == 7
 
 
 def test_the_docs_parser_example_runs() -> None:

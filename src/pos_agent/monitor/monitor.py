@@ -7,6 +7,7 @@ diagnosis (`pos_agent.health`) and the alarm (`alarm.py`) says what to do; the v
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -24,12 +25,23 @@ from pos_agent.monitor.alarm import (
     advise,
     escalation_for,
 )
+from pos_agent.monitor.evidence import Evidence, StepEvidence, call_verb
 from pos_agent.monitor.inputs import BeliefInput, InputReader, StepInput, observation_key
 from pos_agent.monitor.memory import DEFAULT_MEMORY_KEYS, KeyMemory
 from pos_agent.monitor.report import MonitorReport, ProgressFn, ProgressSource, Reading
-from pos_agent.monitor.volatile import Normaliser, VolatileRule, meter_advanced, meter_readings
+from pos_agent.monitor.volatile import (
+    Normaliser,
+    VolatileRule,
+    bare,
+    meter_advanced,
+    meter_readings,
+    numbers_shrank,
+    skeleton,
+)
 from pos_agent.recovery.constraint import RecoveryConstraint, compose_recovery
 from pos_agent.transition import Transition
+
+_HAS_DIGIT = re.compile(r"\d")
 
 
 @dataclass(slots=True)
@@ -116,20 +128,24 @@ class TrapMonitor:
     @property
     def remembered(self) -> int:
         """Keys the monitor holds of the episode (at most about `memory_keys` of each kind)."""
-        return sum(len(m) for m in (self._seen, self._seen_words, self._outputs, self._calls))
+        return sum(len(m) for m in (self._seen, self._outputs, self._calls)) + len(self._foci)
 
     def reset(self) -> None:
         """Forget the episode: the next `observe` is step 1 of a new one."""
         self._window: deque[_Observed] = deque(maxlen=self.config.window)
         self._transitions: deque[Transition] = deque(maxlen=self.config.window)
         self._seen = KeyMemory(self.memory_keys)
-        self._seen_words = KeyMemory(self.memory_keys)
+        self._foci: set[tuple[frozenset[str], frozenset[str], frozenset[str]]] = set()
+        self._evidence = Evidence()
+        self._last_evidence: StepEvidence | None = None
+        """What the floor and the semantic rule made of the latest step (improved only)."""
         self._outputs = KeyMemory(self.memory_keys)
         self._calls = KeyMemory(self.memory_keys)
         self._world: WorldKeys | None = None
         self._actions = ActionHistory()
         self._meter_call: str | None = None
         self._meter_output = ""
+        self._meter_shape = ""
         self._meter_values: tuple[float, ...] | None = None
         """`meter_readings(_meter_output)` once read (a call repeated again reads it once)."""
         self._poll_tool: str | None = None
@@ -170,28 +186,18 @@ class TrapMonitor:
             return self._exempt_report()
         clean = self.normalise(observation)
         read = self._inputs.read(clean, belief)
-        novel = len(self._seen.novel(read.world.entities))
-        if read.source != "observations":
-            novel += self._novel_words(clean)
+        novel, shape, informative, goal_moved = self._novelty(read, clean)
         label, progress_source = self._progress(action, observation, progress, novel)
-        # Model-free, a progress meter of the same call that moved forward is progress (read
-        # only when the call repeats: most steps need no meter at all).
-        meters = None
-        if progress_source == "novelty" and not label and key.key == self._meter_call:
-            before = self._meter_values
-            if before is None:
-                before = meter_readings(self._meter_output)
-            meters = meter_readings(observation)
-            if meter_advanced(before, meters):
-                label, progress_source = 1, "meter"
-        self._meter_call, self._meter_output, self._meter_values = key.key, observation, meters
+        if goal_moved and progress_source == "novelty":
+            label = 1
+        moved = self._meter_moved(key.key, observation, shape)
+        if moved and progress_source == "novelty":
+            label, progress_source = 1, "meter"
         output = None if read.source == "observations" else observation_key(clean)
-        seen_before = output is not None and output in self._outputs
-        if output is not None:
-            self._outputs.add(output)
+        seen_before = self._remember(self._outputs, output)
         action_key = self._actions.intern(key)
-        action_seen = action_key in self._calls
-        self._calls.add(action_key)
+        failure = self._inputs.failure(clean)
+        action_seen = self._remember(self._calls, action_key)
         step = WindowStep(
             read.world,
             read.focus,
@@ -205,7 +211,7 @@ class TrapMonitor:
             observation_seen=seen_before,
             labelled=progress_source in ("label", "callable"),
             expected=self._normal_poll(key, clean),
-            failure=self._inputs.failure(clean),
+            failure=failure,
             relative=not key.tools and key.words is None,
         )
         self._window.append(_Observed(step, read.belief, read.facts, read.about))
@@ -214,6 +220,62 @@ class TrapMonitor:
         )
         changed = self._world is not None and self._world != read.world
         self._world = read.world
+        report, reading = self._assess(read)
+        if self.config.diagnosis == "improved":
+            evidence = self._evidence.observe(
+                action_key,
+                call_verb(key.tools, key.key),
+                shape,
+                None if failure is None else skeleton(failure),
+                informative=informative,
+                progress=(label == 1 and progress_source != "novelty") or goal_moved or moved,
+                waiting=step.expected,
+                new_call=not action_seen,
+            )
+            self._last_evidence = evidence
+            report = _with_evidence(
+                report,
+                evidence,
+                model_free=read.source == "observations"
+                and progress_source in ("novelty", "meter")
+                and failure is None,
+                on=self._since,
+            )
+        return self._judge(report, reading, read, progress_source, novel, changed)
+
+    def _novelty(self, read: StepInput, clean: str) -> tuple[int, str, int, bool]:
+        """First-seen things of a step: (novel, the output's skeleton, units of information
+        never seen, a goal-relevant state never held)."""
+        new = self._seen.novel(read.world.entities)
+        novel = len(new)
+        # With a belief or facts, progress is a goal-relevant state never held before in the
+        # episode or a first-seen entity; words of the output the belief does not hold are not.
+        goal_moved = read.source != "observations" and self._new_focus(read)
+        if self.config.diagnosis != "improved":
+            return novel, "", 0, goal_moved  # Eq. 5-6 read no skeletons
+        shape = skeleton(clean)
+        informative = self._evidence.inform(bare(shape))
+        if read.source == "observations":
+            # Model-free, a word that bears a digit (`etl-w2`, `build7`) is masked as the
+            # skeleton masks it: it is no first-seen thing. What the output told that was not
+            # known (a line or sentence never seen, numbers of any format masked) is progress
+            # too: a listing of another folder, a new error; a restatement is not.
+            if novel:
+                novel -= sum(1 for word in new if _HAS_DIGIT.search(word) is not None)
+            novel += informative
+        return novel, shape, informative, goal_moved
+
+    @staticmethod
+    def _remember(seen: KeyMemory, key: str | None) -> bool:
+        """Whether `key` was seen before (None: never); remembers it (the memory is bounded)."""
+        if key is None:
+            return False
+        before = key in seen
+        seen.add(key)
+        return before
+
+    def _assess(self, read: StepInput) -> tuple[HealthReport, Reading]:
+        """The window's report and how its latest transition was read."""
         steps = self._window_steps(read)
         latest: TransitionReading | None
         if self.config.diagnosis == "improved":
@@ -222,8 +284,23 @@ class TrapMonitor:
             # Eq. 5-6 judge the window; the step is still read as improved reads it, to name
             # what it looked like (exploration or drift, a repeat or a poll).
             report, latest = assess_window(steps, self.config), read_latest(steps, self.config)
-        reading: Reading = latest.kind if latest is not None else "starting"
-        return self._judge(report, reading, read, progress_source, novel, changed)
+        return report, latest.kind if latest is not None else "starting"
+
+    def _meter_moved(self, call: str, observation: str, shape: str) -> bool:
+        """Model-free, a progress meter of the same call that moved forward (`27%` then `37%`)
+        or a small count named beside it that shrank (read only when the call repeats: most
+        steps need no meter at all)."""
+        meters = None
+        moved = False
+        if call == self._meter_call:
+            before = self._meter_values
+            if before is None:
+                before = meter_readings(self._meter_output)
+            meters = meter_readings(observation)
+            moved = meter_advanced(before, meters) or numbers_shrank(self._meter_shape, shape)
+        self._meter_call, self._meter_output, self._meter_values = call, observation, meters
+        self._meter_shape = shape
+        return moved
 
     # -- alarm -----------------------------------------------------------------------------------
 
@@ -305,10 +382,17 @@ class TrapMonitor:
 
     # -- inputs ----------------------------------------------------------------------------------
 
-    def _novel_words(self, clean: str) -> int:
-        """Content words of the observation never seen before in this episode."""
-        words = self._inputs.text.keys(clean)[0].entities
-        return len(self._seen_words.novel(words))
+    def _new_focus(self, read: StepInput) -> bool:
+        """The goal-relevant state (the focus) is one never held before in the episode."""
+        focus = read.focus
+        if not (focus.entities or focus.states or focus.relations):
+            return False
+        key = (focus.entities, focus.states, focus.relations)
+        if key in self._foci:
+            return False
+        if len(self._foci) < self.memory_keys:
+            self._foci.add(key)
+        return len(self._foci) > 1
 
     def _normal_poll(self, key: ActionKey, clean: str) -> bool:
         """A call to a polling tool within its allowance of calls in a row."""
@@ -349,3 +433,35 @@ class TrapMonitor:
                 for o in self._window
             ]
         return [o.step for o in self._window]
+
+
+def _with_evidence(
+    report: HealthReport, evidence: StepEvidence, *, model_free: bool, on: int | None
+) -> HealthReport:
+    """The window's report, trapped where the floor or the semantic rule fires (an exact
+    repeat, or varied attempts failing alike, with no evidence of progress since).
+
+    Model-free, the window's drift (varied calls whose outputs show nothing new) does not
+    start an alarm on its own: outputs read as text change with every edit, listing and build,
+    and without a belief there is no state to say the change was beside the goal. It starts
+    one where the output reports a failure (the window's varied attempts that fail alike), the
+    semantic rule agrees, or the alarm is on."""
+    pattern = evidence.floor or evidence.semantic
+    if (
+        model_free
+        and on is None
+        and report.trapped
+        and report.pattern == "drift"
+        and evidence.semantic is None
+    ):
+        report = replace(report, trapped=False, blocked=None)
+    if pattern is None or (report.trapped and report.pattern is not None):
+        return report
+    return replace(
+        report,
+        ready=True,
+        trapped=True,
+        pattern=pattern,
+        blocked=report.blocked or "achievement",
+        health=min(report.health, 0.0),
+    )

@@ -21,12 +21,16 @@ they hide.
 from pos_agent.monitor.volatile.meters import meter_advanced, meter_readings
 from pos_agent.monitor.volatile.normaliser import Normaliser, normalise
 from pos_agent.monitor.volatile.rules import DEFAULT_RULES, VolatileRule
+from pos_agent.monitor.volatile.skeleton import bare, numbers_shrank, skeleton
 
 __all__ = [
     "DEFAULT_RULES",
     "Normaliser",
     "VolatileRule",
+    "bare",
     "meter_advanced",
     "meter_readings",
     "normalise",
+    "numbers_shrank",
+    "skeleton",
 ]

@@ -183,17 +183,18 @@ DEFAULT_RULES: tuple[VolatileRule, ...] = (
         needs_digit=True,
         triggers=("/s",),
     ),
-    # in 0.53s, 12ms, 1m30s, 2 minutes, 1.2 sec, age 5d (a bare m is minutes, even in 1.2M)
+    # in 0.53s, 12ms, 1m30s, 2 minutes, 1.2 sec, age 5d (a bare m is minutes, even in 1.2M);
+    # not a quoted address such as sed's '117d' or '10,20d' (a line, not a time)
     VolatileRule(
         "duration",
-        rf"\b{_NUMBER}\s?{_DURATION_UNIT}(?:\s?{_NUMBER}\s?{_DURATION_UNIT})*\b",
+        rf"\b(?<![',]){_NUMBER}\s?{_DURATION_UNIT}(?:\s?{_NUMBER}\s?{_DURATION_UNIT})*\b",
         "<duration>",
         needs_digit=True,
     ),
-    # 1.2 mb, 512kib, 1024 bytes, 340k, 2g
+    # 1.2 mb, 512kib, 1024 bytes, 340k, 2g (not sed's '10,20p': a bare p is no size)
     VolatileRule(
         "size",
-        rf"\b{_NUMBER}\s?(?:[kmgtp]i?b|bytes|[kgtp]\b)",
+        rf"\b(?<![',]){_NUMBER}\s?(?:[kmgtp]i?b|bytes|[kgt]\b)",
         "<size>",
         needs_digit=True,
     ),

@@ -119,6 +119,9 @@ class ExtraModule(pytest.Module):
 _CLI_MESSAGE = re.compile(
     r"pos: the command line needs the `([\w-]+)` extra \((\w+) is not installed\)"
 )
+# An environment whose extra is missing (`EnvError`): "needs the `envs` extra (alfworld, ...
+# not installed)".
+_ENV_MESSAGE = re.compile(r"needs the `([\w-]+)` extra \((\w+)(?:, \w+)* not installed\)")
 
 
 def missing_extra_of_failure(error: BaseException) -> tuple[str, str] | None:
@@ -128,9 +131,11 @@ def missing_extra_of_failure(error: BaseException) -> tuple[str, str] | None:
         context = error.__context__
         found = missing_extra(context) if context is not None else None
     if found is None:
-        match = _CLI_MESSAGE.search(str(error))
-        if match is not None:
-            found = match.group(2), match.group(1)
+        for pattern in (_CLI_MESSAGE, _ENV_MESSAGE):
+            match = pattern.search(str(error))
+            if match is not None:
+                found = match.group(2), match.group(1)
+                break
     if found is None or installed(found[0]):
         return None
     return found

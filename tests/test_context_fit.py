@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_alfworld
 from pos_agent.agents.context.acon import AconContext
 from pos_agent.agents.context.hiagent import HiAgentContext, Subgoal
 from pos_agent.agents.fit import estimated_tokens, fit_to_window
@@ -63,6 +64,7 @@ def run(agent: str, folder: Path, context_window: int | None) -> tuple[WindowedS
     return server, case
 
 
+@needs_alfworld
 @pytest.mark.parametrize("agent", CUT_METHODS)
 def test_every_history_method_is_cut_to_fit_only_when_asked(tmp_path: Path, agent: str) -> None:
     server, case = run(agent, tmp_path / "cut", WINDOW)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs_alfworld
 from pos_agent.bench.case import CaseSpec, run_case
 from pos_agent.bench.report import write_report
 from pos_agent.cost import TokenCounts, load_prices
@@ -66,6 +67,7 @@ def test_a_bad_price_table_is_a_clear_error(tmp_path: Path, text: str, problem: 
         load_prices(path)
 
 
+@needs_alfworld
 def test_report_table_2_gives_billed_tokens_and_cost_per_method_and_role(tmp_path: Path) -> None:
     run = tmp_path / "runs" / "r"
     for agent in ("pos", "raw"):

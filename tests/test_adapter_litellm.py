@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from test_docs_examples import _block, _run
 from test_serve_fakes import (
     BLOCK_MARK,
     NOTE_PREFIX,
@@ -33,11 +36,17 @@ from test_serve_fakes import (
     upstream_app,
 )
 
+# LiteLLM fetches its model price list from GitHub on import unless told to use its own copy.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
+
+from litellm.types.guardrails import GuardrailEventHooks  # noqa: E402
 
 from pos_agent.adapters.litellm import PosGuardrail, TrapBlocked  # noqa: E402
 
 TASK = "Find out why app.py exits with status 1."
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
+UPSTREAM = "http://127.0.0.1:8080"
 STATUS_TOOL = {
     "type": "function",
     "function": {
@@ -312,3 +321,60 @@ def test_the_core_imports_without_litellm() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "needs litellm"
+
+
+def test_the_docs_snippet() -> None:
+    history: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for turn in range(5):
+        call = {
+            "id": f"c{turn}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": "app.py"})},
+        }
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{turn}", "content": "app.py: raise SystemExit(1)"},
+        ]
+    code = _block(DOCS, "serve-litellm")
+    assert UPSTREAM in code
+    upstream = Upstream(loops_until(NUDGE_MARK))
+    before = list(litellm.callbacks)
+    namespace: dict[str, Any] = {"history": history, "tools": [READ_TOOL]}
+    namespace.update({"API_KEY": "sk-test", "MODEL": "fake"})
+    try:
+        with ThreadServer(upstream_app(upstream)) as up:
+            printed = _run(code.replace(UPSTREAM, up.url), "docs/serve.md serve-litellm", namespace)
+    finally:
+        litellm.callbacks = before
+    assert printed == ["I will stop repeating myself. Done."]
+    assert NUDGE_MARK in history_text(upstream.bodies[-1]["messages"])
+    assert namespace["guard"].proxy.store.peek("run-47") is not None
+
+
+def test_the_proxy_config_builds_the_guardrail() -> None:
+    """The docs' `config.yaml` lines, read by LiteLLM's own loader and given to the class the
+    way its guardrail registry does (`initialize_custom_guardrail`: name, mode, default_on and
+    the other `litellm_params`)."""
+    yaml = pytest.importorskip("yaml")
+    from litellm.proxy.types_utils.utils import get_instance_fn
+    from litellm.types.guardrails import LitellmParams
+
+    text = DOCS.read_text(encoding="utf-8").split("<!-- serve-litellm-config -->")[1]
+    config = yaml.safe_load(text.split("```yaml\n")[1].split("```")[0])
+    entry = config["guardrails"][0]
+    params = LitellmParams(**entry["litellm_params"])
+    cls = get_instance_fn(params.guardrail)
+    skip = {"guardrail", "mode", "default_on", "stream_scope"}
+    extra = {k: v for k, v in params.model_dump(exclude_none=True).items() if k not in skip}
+    guard = cls(
+        guardrail_name=entry["guardrail_name"],
+        event_hook=params.mode,
+        default_on=params.default_on,
+        **extra,
+    )
+    assert isinstance(guard, PosGuardrail)
+    assert guard.guardrail_name == "pos" and guard.config.policy == "block"
+    assert dict(guard.config.polling_tools) == {"job_status": 20}
+    assert tuple(guard.config.exempt_tools) == ("plan",)
+    assert guard.should_run_guardrail({"messages": []}, GuardrailEventHooks.pre_call)
+    assert guard.should_run_guardrail({"messages": []}, GuardrailEventHooks.post_call)

@@ -3,9 +3,9 @@ PyPI: an agent's tool loop through `litellm.acompletion` to a scripted OpenAI-co
 upstream on 127.0.0.1, with the guardrail registered as a LiteLLM callback. LiteLLM runs its
 `async_pre_call_hook` and `async_post_call_success_hook` there as its proxy does (the
 deployment-level guardrail hooks). A stuck loop is nudged first, then refused; a productive run
-(different files, or one job polled while its progress meter moves) never is. The proxy server
-itself (`litellm[proxy]`) is not installed: it needs `litellm-enterprise`, which the package
-index here does not have."""
+(different files, or one job polled while its progress meter moves) never is. LiteLLM's proxy
+server itself: tests/test_adapter_litellm_proxy.py.
+"""
 
 from __future__ import annotations
 

@@ -118,7 +118,38 @@ def litellm_proxy(
             log.close()
 
 
-def _loop(url: str, key: str, session: str) -> tuple[list[str], Exception | None]:
+def _streamed(client: Any, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """One streamed answer, put together as the message an agent keeps."""
+    content, calls = "", dict[int, dict[str, str]]()
+    stream = client.chat.completions.create(
+        model="fake", messages=history, tools=[READ_TOOL], stream=True
+    )
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for part in delta.tool_calls or []:
+            call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] = part.id or call["id"]
+            call["name"] += (part.function and part.function.name) or ""
+            call["arguments"] += (part.function and part.function.arguments) or ""
+    message: dict[str, Any] = {"role": "assistant", "content": content.strip() or None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in calls.values()
+        ]
+    return message
+
+
+def _loop(
+    url: str, key: str, session: str, *, stream: bool = False
+) -> tuple[list[str], Exception | None]:
     """The `openai` client's tool loop through the proxy: the content of each answer, and the
     error that ended it (None: it answered without a call)."""
     client = openai.OpenAI(
@@ -160,6 +191,22 @@ def test_a_stuck_loop_is_nudged_then_refused(
     assert BLOCK_MARK in str(error) and "read_file" in str(error)
     nudged = next(i for i, text in enumerate(sent) if NUDGE_MARK in text)
     assert 0 < nudged < len(sent) - 1, "the note went upstream on a turn before the refusal"
+
+
+def test_a_streamed_stuck_loop_is_nudged_then_refused(
+    litellm_proxy: tuple[str, str, Upstream, Scripted],
+) -> None:
+    url, key, upstream, scripted = litellm_proxy
+    scripted.script = loops_until("never")
+    first = len(upstream.bodies)
+    _, error = _loop(url, key, "stuck-stream", stream=True)
+    sent = [history_text(body["messages"]) for body in upstream.bodies[first:]]
+    # The client streams; LiteLLM's proxy, with a post-call guardrail, takes each answer whole
+    # from the upstream, runs the hook, then streams it: the refusal comes as a 400.
+    assert isinstance(error, openai.BadRequestError), f"no refusal in 20 turns: {error!r}"
+    assert BLOCK_MARK in str(error) and "read_file" in str(error)
+    nudged = next(i for i, text in enumerate(sent) if NUDGE_MARK in text)
+    assert 0 < nudged < len(sent) - 1
 
 
 def test_a_productive_run_is_left_alone(litellm_proxy: tuple[str, str, Upstream, Scripted]) -> None:

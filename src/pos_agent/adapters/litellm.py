@@ -22,8 +22,9 @@ In LiteLLM's proxy `config.yaml`:
           default_on: true
 
 A session is the `X-PoS-Session` header, else `metadata["pos_session"]` of the request, else
-(as in `pos serve`) a hash of the conversation's start. Streamed answers get the notes and the
-stop-level refusal, but not the per-call refusal (their calls are not read).
+(as in `pos serve`) a hash of the conversation's start. LiteLLM's proxy (1.110.2) runs a
+post-call guardrail on a streamed request by taking the whole answer from the upstream first, so
+streamed requests are judged and refused like the others.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pos_agent.serve import (
     Policy,
     Proxy,
     ServeConfig,
+    Session,
     Verdict,
     parse_answer,
     session_id,
@@ -130,6 +132,14 @@ class PosGuardrail(CustomGuardrail):
     ) -> Any:
         """Under `block`, from the alarm's block level: refuse an answer that repeats a
         forbidden call (the refusal counts as the session's next step)."""
+        judged = self._judge(data)
+        if judged is not None:
+            for message in _answer_messages(response):
+                await self._refuse(judged, message)
+        return None
+
+    def _judge(self, data: Mapping[str, Any]) -> tuple[Judge, Session] | None:
+        """The judge of this request's answer under `block`, when it can refuse a call."""
         if self.config.policy != "block":
             return None
         if not self.should_run_guardrail(data=data, event_type=GuardrailEventHooks.post_call):
@@ -140,15 +150,15 @@ class PosGuardrail(CustomGuardrail):
         if verdict is None or session is None:
             return None
         judge = Judge(verdict, session.monitor, session.format)
-        if not judge.active:
-            return None
-        for message in _answer_messages(response):
-            calls, _ = parse_answer(message, self.config.parsers, session.format)
-            refusal = judge(calls)
-            if refusal is not None:
-                await self.proxy.refused(session, judge.refused)
-                raise TrapBlocked(refusal.text)
-        return None
+        return (judge, session) if judge.active else None
+
+    async def _refuse(self, judged: tuple[Judge, Session], message: Mapping[str, Any]) -> None:
+        judge, session = judged
+        calls, _ = parse_answer(dict(message), self.config.parsers, session.format)
+        refusal = judge(calls)
+        if refusal is not None:
+            await self.proxy.refused(session, judge.refused)
+            raise TrapBlocked(refusal.text)
 
     def session_key(self, data: Mapping[str, Any], *, fallback: bool = False) -> str | None:
         """The request's session: the `X-PoS-Session` header, else `metadata["pos_session"]`;

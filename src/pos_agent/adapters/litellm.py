@@ -132,9 +132,14 @@ class PosGuardrail(CustomGuardrail):
     ) -> Any:
         """Under `block`, from the alarm's block level: refuse an answer that repeats a
         forbidden call (the refusal counts as the session's next step)."""
-        judged = self._judge(data)
+        try:
+            judged = self._judge(data)
+            messages = _answer_messages(response) if judged is not None else []
+        except Exception:  # fail open, as pos serve does: the answer goes on unchanged
+            log.exception("the pos guardrail could not judge an answer; passed on unchanged")
+            return None
         if judged is not None:
-            for message in _answer_messages(response):
+            for message in messages:
                 await self._refuse(judged, message)
         return None
 
@@ -154,8 +159,12 @@ class PosGuardrail(CustomGuardrail):
 
     async def _refuse(self, judged: tuple[Judge, Session], message: Mapping[str, Any]) -> None:
         judge, session = judged
-        calls, _ = parse_answer(dict(message), self.config.parsers, session.format)
-        refusal = judge(calls)
+        try:
+            calls, _ = parse_answer(dict(message), self.config.parsers, session.format)
+            refusal = judge(calls)
+        except Exception:  # fail open
+            log.exception("the pos guardrail could not read an answer; passed on unchanged")
+            return
         if refusal is not None:
             await self.proxy.refused(session, judge.refused)
             raise TrapBlocked(refusal.text)

@@ -46,6 +46,7 @@ EXTRA_OF = {
     "langchain_core": "langchain",
     "langchain_openai": "langchain",
     "langgraph": "langchain",
+    "litellm": "litellm",
     "pos_trapbench": "trapbench",
 }
 """Top-level modules of the optional extras, and the extra that installs each."""

@@ -35,6 +35,7 @@ SPECIAL = {
     "serve-smolagents",
     "serve-openai-agents",
     "serve-langchain",
+    "serve-litellm",
 }
 
 # What each marked block prints, where it prints something.

@@ -1,5 +1,7 @@
 """`pos serve`: PoS in front of any agent, as a proxy for OpenAI Chat Completions, the OpenAI
-Responses API and the Anthropic Messages API (docs/serve.md).
+Responses API and the Anthropic Messages API (docs/serve.md). `Proxy.verdict` (a history's new
+steps to its session's monitor) and the policy's parts (`with_notes`, `Judge`, `refusal_text`,
+`stop_text`) are what the LiteLLM guardrail (`pos_agent.adapters.litellm`) runs too.
 
 ```python
 import uvicorn
@@ -28,13 +30,19 @@ from pos_agent.serve.parsers import (
     parse_answer,
     parse_history,
 )
-from pos_agent.serve.sessions import Session, SessionStore, session_id
+from pos_agent.serve.policy import Judge, Refusal, Verdict, refusal_text, stop_text, with_notes
+from pos_agent.serve.proxy import Proxy
+from pos_agent.serve.sessions import SESSION_HEADER, Session, SessionStore, session_id
 
 __all__ = [
     "DEFAULT_PARSERS",
     "NOTE_PREFIX",
+    "SESSION_HEADER",
+    "Judge",
     "Policy",
+    "Proxy",
     "ReActParser",
+    "Refusal",
     "ServeConfig",
     "Session",
     "SessionStore",
@@ -42,10 +50,14 @@ __all__ = [
     "Step",
     "StepParser",
     "ToolCallsParser",
+    "Verdict",
     "create_app",
     "default_trace_dir",
     "message_text",
     "parse_answer",
     "parse_history",
+    "refusal_text",
     "session_id",
+    "stop_text",
+    "with_notes",
 ]

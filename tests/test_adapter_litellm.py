@@ -269,11 +269,6 @@ def test_a_declared_polling_tool_is_never_blocked(
     assert not any(NOTE_PREFIX in json.dumps(body) for body in upstream.bodies)
 
 
-@pytest.mark.xfail(
-    reason="the monitor does not yet read a moving meter of a repeated call as progress enough "
-    "to clear a static loop (the monitor's half of issue 33, item 2); passes once it does",
-    strict=False,
-)
 def test_polling_while_the_meter_moves_is_never_blocked(
     registered: Callable[..., PosGuardrail],
 ) -> None:

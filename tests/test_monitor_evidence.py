@@ -172,6 +172,25 @@ def test_a_moving_meter_of_one_call_is_progress() -> None:
     assert not any(trapped(reports))
 
 
+def test_a_meter_alone_moving_in_otherwise_equal_outputs_is_progress_and_a_stuck_one_is_not() -> (
+    None
+):
+    # Only the percentage moves: the skeleton of every output is the same, so the window alone
+    # reads a static loop; the meter's advance must count as progress as a label would.
+    monitor = TrapMonitor(goal="deploy the service")
+    moving = [
+        monitor.observe(call("job_status", job="d-7"), f"d-7: running, {min(pct, 99)}% done")
+        for pct in range(6, 100, 6)
+    ]
+    assert not any(trapped(moving))
+    stuck_monitor = TrapMonitor(goal="deploy the service")
+    stuck = [
+        stuck_monitor.observe(call("job_status", job="d-7"), "d-7: running, 42% done")
+        for _ in range(8)
+    ]
+    assert any(trapped(stuck))
+
+
 def test_a_closing_distance_of_one_command_is_progress() -> None:
     assert numbers_shrank("a gate 4 paces ahead", "a gate 3 paces ahead")
     assert not numbers_shrank("a gate 3 paces ahead", "a gate 4 paces ahead")

@@ -209,7 +209,7 @@ class TrapMonitor:
             action_seen=action_seen,
             observation=output,
             observation_seen=seen_before,
-            labelled=progress_source in ("label", "callable"),
+            labelled=progress_source in ("label", "callable", "meter"),
             expected=self._normal_poll(key, clean),
             failure=failure,
             relative=not key.tools and key.words is None,

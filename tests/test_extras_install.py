@@ -183,4 +183,4 @@ def test_the_serve_extra_alone_runs_pos_serve(wheel: Path, tmp_path: Path, upstr
     lowered = {k.lower(): v for k, v in headers.items()}
     assert lowered["x-pos-trapped"] == "false" and lowered["x-pos-step"] == "0"
     assert _Upstream.seen[-1]["messages"] == [{"role": "user", "content": "hi"}]
-    assert "Traceback" not in output
+    assert "Traceback" not in output, output

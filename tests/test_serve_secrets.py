@@ -226,3 +226,22 @@ def test_a_password_in_the_upstream_url_is_never_shown() -> None:
     assert status.status_code == 200 and "agent:" in status.json()["upstream"]
     for text in (failed.text, status.text):
         assert "pw-s3cret-99" not in text
+
+
+def test_a_masked_record_keeps_its_arguments_for_formatters_that_unpack_them() -> None:
+    # uvicorn's access formatter unpacks (client, method, path, version, status) from the args.
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", f"/v1/models?api_key={CREDENTIALS[0][1]}", "1.1", 200),
+        None,
+    )
+    assert RedactingFilter().filter(record)
+    assert isinstance(record.args, tuple) and len(record.args) == 5 and record.args[4] == 200
+    path = record.args[2]
+    assert isinstance(path, str)
+    assert CREDENTIALS[0][1] not in path and REDACTED in path
+    assert CREDENTIALS[0][1] not in record.getMessage()

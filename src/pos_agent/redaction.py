@@ -124,16 +124,30 @@ def redact_record(value: Any) -> Any:
 
 class RedactingFilter(logging.Filter):
     """A logging filter (put it on a handler) that masks credentials in each record's message,
-    its arguments formatted in, and its exception text."""
+    its arguments, and its exception text. The arguments keep their shape (a tuple stays a
+    tuple of as many items, numbers stay numbers): formatters such as uvicorn's access log
+    unpack them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a record whose arguments do not format: leave it to the handler
-            return True
-        record.msg, record.args = redact_text(message), None
+        if isinstance(record.msg, str):
+            record.msg = redact_text(record.msg)
+        args = record.args
+        if isinstance(args, tuple):
+            record.args = tuple(_redacted_arg(a) for a in args)
+        elif isinstance(args, Mapping):
+            record.args = {k: _redacted_arg(v) for k, v in args.items()}
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact_text(record.exc_text)
         return True
+
+
+def _redacted_arg(value: Any) -> Any:
+    """A log argument with credentials masked: numbers and None as they are, anything else as
+    its masked text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    masked = redact_text(text)
+    return value if masked == text and not isinstance(value, str) else masked

@@ -1,4 +1,4 @@
-"""The LiteLLM guardrail (`pos_agent.adapters.litellm.PosGuardrail`) inside real LiteLLM from
+"""The LiteLLM guardrail (`pos_agent.serve.litellm.PosGuardrail`) inside real LiteLLM from
 PyPI: an agent's tool loop through `litellm.acompletion` to a scripted OpenAI-compatible
 upstream on 127.0.0.1, with the guardrail registered as a LiteLLM callback. LiteLLM runs its
 `async_pre_call_hook` and `async_post_call_success_hook` there as its proxy does (the
@@ -42,7 +42,7 @@ litellm = pytest.importorskip("litellm")
 
 from litellm.types.guardrails import GuardrailEventHooks  # noqa: E402
 
-from pos_agent.adapters.litellm import PosGuardrail, TrapBlocked  # noqa: E402
+from pos_agent.serve.litellm import PosGuardrail, TrapBlocked  # noqa: E402
 
 TASK = "Find out why app.py exits with status 1."
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
@@ -307,7 +307,7 @@ def test_the_core_imports_without_litellm() -> None:
         "import sys; sys.modules['litellm'] = None\n"
         "import pos_agent, pos_agent.monitor, pos_agent.adapters, pos_agent.serve\n"
         "try:\n"
-        "    import pos_agent.adapters.litellm\n"
+        "    import pos_agent.serve.litellm\n"
         "except ImportError:\n"
         "    print('needs litellm')\n"
     )

@@ -49,7 +49,7 @@ model_list:
 guardrails:
   - guardrail_name: pos
     litellm_params:
-      guardrail: pos_agent.adapters.litellm.PosGuardrail
+      guardrail: pos_agent.serve.litellm.PosGuardrail
       mode: [pre_call, post_call]
       default_on: true
       policy: block

@@ -1,7 +1,7 @@
 """`pos serve`: PoS in front of any agent, as a proxy for OpenAI Chat Completions, the OpenAI
 Responses API and the Anthropic Messages API (docs/serve.md). `Proxy.verdict` (a history's new
 steps to its session's monitor) and the policy's parts (`with_notes`, `Judge`, `refusal_text`,
-`stop_text`) are what the LiteLLM guardrail (`pos_agent.adapters.litellm`) runs too.
+`stop_text`) are what the LiteLLM guardrail (`pos_agent.serve.litellm`) runs too.
 
 ```python
 import uvicorn

@@ -321,28 +321,38 @@ def write_suite(tmp_path: Path) -> str:
     return str(path)
 
 
+def _ray_bench(tmp_path: Path, url: str, scratch: Path) -> subprocess.Popen[bytes]:
+    """`pos bench` of the suite on a Ray cluster of its own, against `url`, in its own session."""
+    command = [
+        POS, "bench", write_suite(tmp_path), "--agents", "raw", "--model", "openai:m",
+        "--base-url", url, "--executor", "ray", "--max-concurrency", "2",
+        "--out", str(tmp_path / "runs"), "--run", "k",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_for_requests(process: subprocess.Popen[bytes], behaviour: Behaviour, count: int) -> None:
+    """Until the server has had `count` requests (the run still going), at most 240 s."""
+    deadline = time.monotonic() + 240
+    while len(behaviour.request_times) < count and time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0].decode()
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_ctrl_c_under_ray_stops_the_requests_at_once_and_keeps_the_steps(tmp_path: Path) -> None:
     scratch = Path("/tmp") / f"pos-ray-stop-{os.getpid()}"  # Ray's socket paths are short
     scratch.mkdir(exist_ok=True)
     with fake_openai(Behaviour(latency_s=0.2)) as (url, behaviour):
-        command = [
-            POS, "bench", write_suite(tmp_path), "--agents", "raw", "--model", "openai:m",
-            "--base-url", url, "--executor", "ray", "--max-concurrency", "2",
-            "--out", str(tmp_path / "runs"), "--run", "k",
-        ]  # fmt: skip
-        process = subprocess.Popen(
-            command,
-            env={**os.environ, "TMPDIR": str(scratch)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = _ray_bench(tmp_path, url, scratch)
         try:
-            deadline = time.monotonic() + 240
-            while len(behaviour.request_times) < 12 and time.monotonic() < deadline:
-                assert process.poll() is None, process.communicate()[0].decode()
-                time.sleep(0.1)
+            _wait_for_requests(process, behaviour, 12)
             signalled = time.monotonic()
             os.kill(process.pid, signal.SIGINT)
             output = process.communicate(timeout=60)[0].decode("utf-8", "replace")
@@ -392,23 +402,9 @@ def test_a_node_dead_after_its_dashboard_agent_was_killed_never_hangs_the_run(
     scratch = Path("/tmp") / f"pos-ray-dead-{os.getpid()}"
     scratch.mkdir(exist_ok=True)
     with fake_openai(Behaviour(latency_s=0.2)) as (url, behaviour):
-        command = [
-            POS, "bench", write_suite(tmp_path), "--agents", "raw", "--model", "openai:m",
-            "--base-url", url, "--executor", "ray", "--max-concurrency", "2",
-            "--out", str(tmp_path / "runs"), "--run", "k",
-        ]  # fmt: skip
-        process = subprocess.Popen(
-            command,
-            env={**os.environ, "TMPDIR": str(scratch)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = _ray_bench(tmp_path, url, scratch)
         try:
-            deadline = time.monotonic() + 240
-            while len(behaviour.request_times) < 6 and time.monotonic() < deadline:
-                assert process.poll() is None, process.communicate()[0].decode()
-                time.sleep(0.1)
+            _wait_for_requests(process, behaviour, 6)
             agents = [
                 pid
                 for pid, cmd in session_processes(process.pid).items()
